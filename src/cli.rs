@@ -1,0 +1,147 @@
+//! The command line (issue 2 §3). Every flag can also be set as `MERCHANT_ADMIN_<FLAG>`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "merchant-admin",
+    version,
+    about = "Self-hosted merchant back office API"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API, the job workers and the scheduler until SIGTERM or Ctrl-C.
+    Serve(ServeArgs),
+    /// Create the first user, organization and store (the user becomes owner); prints
+    /// `{"user_id", "tenant_id", "store_id"}` as one JSON object.
+    Setup(SetupArgs),
+    /// Write a consistent copy of the database to PATH (safe while `serve` runs), then check it.
+    Backup(BackupArgs),
+    /// Replace the database with the copy at PATH; refused while a server uses the data directory.
+    Restore(RestoreArgs),
+    /// Apply pending database migrations and exit.
+    Migrate(DataDirArgs),
+    /// Print the version and the database schema version this binary expects.
+    Version,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DataDirArgs {
+    /// Directory holding merchant-admin.db; created if missing.
+    #[arg(long, env = "MERCHANT_ADMIN_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, env = "MERCHANT_ADMIN_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    #[command(flatten)]
+    pub data: DataDirArgs,
+
+    /// Log line format: human-readable or one JSON object per line.
+    #[arg(
+        long,
+        env = "MERCHANT_ADMIN_LOG_FORMAT",
+        value_enum,
+        default_value = "pretty"
+    )]
+    pub log_format: LogFormat,
+
+    /// Requests per minute allowed to one credential (token or session).
+    #[arg(long, env = "MERCHANT_ADMIN_RATE_LIMIT_AUTHENTICATED", default_value_t = 1200,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_authenticated: u32,
+
+    /// Requests per minute allowed to one client address without credentials.
+    #[arg(long, env = "MERCHANT_ADMIN_RATE_LIMIT_ANONYMOUS", default_value_t = 300,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_anonymous: u32,
+
+    /// Take the client address from the last X-Forwarded-For entry (only behind a proxy you run).
+    #[arg(long, env = "MERCHANT_ADMIN_TRUST_PROXY")]
+    pub trust_proxy: bool,
+
+    /// Number of background job workers.
+    #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = 2)]
+    pub workers: usize,
+
+    /// Seconds a worker holds a job before another process may take it over.
+    #[arg(long, env = "MERCHANT_ADMIN_JOB_LEASE_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub job_lease_secs: u32,
+
+    /// Seconds between the scheduler's cleanup runs (expired idempotency keys, old jobs, ...).
+    #[arg(long, env = "MERCHANT_ADMIN_CLEANUP_INTERVAL_SECS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub cleanup_interval_secs: u32,
+
+    /// Seconds to wait for in-flight requests and running jobs on shutdown.
+    #[arg(long, env = "MERCHANT_ADMIN_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
+    pub shutdown_grace_secs: u32,
+
+    /// When unversioned paths were deprecated (RFC 3339); sent as the `Deprecation` header.
+    #[arg(
+        long,
+        env = "MERCHANT_ADMIN_DEPRECATION_DATE",
+        default_value = "2026-09-29T00:00:00Z"
+    )]
+    pub deprecation_date: String,
+
+    /// When unversioned paths stop working (RFC 3339); sent as `Sunset` once set.
+    #[arg(long, env = "MERCHANT_ADMIN_SUNSET_DATE")]
+    pub sunset_date: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SetupArgs {
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// E-mail of the first user (prompted for when missing and stdin is a terminal).
+    #[arg(long, env = "MERCHANT_ADMIN_EMAIL")]
+    pub email: Option<String>,
+    /// Password of the first user, at least 8 characters (prompted for without echo).
+    #[arg(long, env = "MERCHANT_ADMIN_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// Name of the organization (tenant).
+    #[arg(long, env = "MERCHANT_ADMIN_ORG_NAME")]
+    pub org_name: Option<String>,
+    /// Name of the first store.
+    #[arg(long, env = "MERCHANT_ADMIN_STORE_NAME")]
+    pub store_name: Option<String>,
+    /// Also seed realistic demo data for local development.
+    #[arg(long, env = "MERCHANT_ADMIN_DEMO")]
+    pub demo: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BackupArgs {
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// Where to write the copy; must not exist yet.
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// The backup file to restore from.
+    pub path: PathBuf,
+}

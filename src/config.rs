@@ -1,0 +1,77 @@
+//! Runtime configuration: a plain struct built from the CLI (or by tests), no global statics.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::cli::{LogFormat, ServeArgs};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub data_dir: PathBuf,
+    pub log_format: LogFormat,
+    pub rate_limit_authenticated: u32,
+    pub rate_limit_anonymous: u32,
+    pub trust_proxy: bool,
+    pub workers: usize,
+    pub job_lease: Duration,
+    pub cleanup_interval: Duration,
+    pub shutdown_grace: Duration,
+    pub deprecation_date: DateTime<Utc>,
+    pub sunset_date: Option<DateTime<Utc>>,
+    /// How long an `Idempotency-Key` is remembered (spec 8: 24 hours).
+    pub idempotency_ttl: chrono::Duration,
+}
+
+impl Config {
+    /// Defaults for a data directory; what `serve` uses when no flag is given.
+    pub fn new(data_dir: PathBuf) -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir,
+            log_format: LogFormat::Pretty,
+            rate_limit_authenticated: 1200,
+            rate_limit_anonymous: 300,
+            trust_proxy: false,
+            workers: 2,
+            job_lease: Duration::from_secs(60),
+            cleanup_interval: Duration::from_secs(3600),
+            shutdown_grace: Duration::from_secs(30),
+            deprecation_date: DateTime::from_timestamp(1_790_640_000, 0).unwrap_or_default(),
+            sunset_date: None,
+            idempotency_ttl: chrono::Duration::hours(24),
+        }
+    }
+
+    pub fn from_serve_args(a: &ServeArgs) -> anyhow::Result<Self> {
+        let date = |flag: &str, v: &str| {
+            crate::time::parse(v)
+                .ok_or_else(|| anyhow::anyhow!("--{flag}: {v:?} is not an RFC 3339 timestamp"))
+        };
+        Ok(Self {
+            addr: a.addr,
+            log_format: a.log_format,
+            rate_limit_authenticated: a.rate_limit_authenticated,
+            rate_limit_anonymous: a.rate_limit_anonymous,
+            trust_proxy: a.trust_proxy,
+            workers: a.workers,
+            job_lease: Duration::from_secs(a.job_lease_secs.into()),
+            cleanup_interval: Duration::from_secs(a.cleanup_interval_secs.into()),
+            shutdown_grace: Duration::from_secs(a.shutdown_grace_secs.into()),
+            deprecation_date: date("deprecation-date", &a.deprecation_date)?,
+            sunset_date: a
+                .sunset_date
+                .as_deref()
+                .map(|v| date("sunset-date", v))
+                .transpose()?,
+            ..Self::new(a.data.data_dir.clone())
+        })
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        crate::db::db_path(&self.data_dir)
+    }
+}

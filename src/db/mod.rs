@@ -1,0 +1,151 @@
+//! Storage (issue 2 §2): one SQLite file `<data-dir>/merchant-admin.db` in WAL mode.
+//!
+//! Invariants:
+//! - One writer connection behind a mutex; every write is a `BEGIN IMMEDIATE` transaction that
+//!   commits on `Ok` and rolls back on `Err` (or on a panic, when the transaction is dropped).
+//! - Reads use a pool of `query_only` connections, so readers never wait for the writer.
+//! - No SQLite call runs on an async worker thread: `read`/`write` hop to the blocking pool.
+//! - Every connection gets the same pragmas as it opens.
+
+pub mod backup;
+pub mod migrate;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::hooks::Action;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use tokio::sync::Notify;
+
+use crate::http::error::AppError;
+
+pub const DB_FILE: &str = "merchant-admin.db";
+
+pub fn db_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(DB_FILE)
+}
+
+/// Sets the pragmas every connection needs (vaultwarden `default_init_stmts`).
+pub fn apply_pragmas(c: &Connection) -> rusqlite::Result<()> {
+    c.busy_timeout(std::time::Duration::from_secs(5))?;
+    c.pragma_update(None, "journal_mode", "WAL")?;
+    c.pragma_update(None, "synchronous", "NORMAL")?;
+    c.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(())
+}
+
+/// Opens a plain read-write connection with the pragmas set (CLI commands, migrations).
+pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let c = Connection::open(path)?;
+    apply_pragmas(&c)?;
+    Ok(c)
+}
+
+#[derive(Clone)]
+pub struct Db {
+    writer: Arc<Mutex<Connection>>,
+    readers: r2d2::Pool<SqliteConnectionManager>,
+    /// Set by the writer's update hook when a row lands in `jobs`; turned into a wake-up
+    /// for the workers once the transaction commits.
+    job_inserted: Arc<AtomicBool>,
+    jobs_ready: Arc<Notify>,
+}
+
+impl Db {
+    /// Opens the database file (creating it), runs migrations, and builds the reader pool.
+    pub fn open(path: &Path) -> anyhow::Result<Self> {
+        let mut writer = open_connection(path)?;
+        migrate::run(&mut writer)?;
+
+        let job_inserted = Arc::new(AtomicBool::new(false));
+        let flag = job_inserted.clone();
+        writer.update_hook(Some(
+            move |action: Action, _db: &str, table: &str, _row: i64| {
+                if action == Action::SQLITE_INSERT && table == "jobs" {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            },
+        ))?;
+
+        let manager = SqliteConnectionManager::file(path).with_init(|c| {
+            apply_pragmas(c)?;
+            c.pragma_update(None, "query_only", "ON")
+        });
+        let readers = r2d2::Pool::builder()
+            .max_size(8)
+            .min_idle(Some(1))
+            .build(manager)?;
+        Ok(Self {
+            writer: Arc::new(Mutex::new(writer)),
+            readers,
+            job_inserted,
+            jobs_ready: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Wakes job workers after a commit that enqueued a job.
+    pub fn jobs_ready(&self) -> &Arc<Notify> {
+        &self.jobs_ready
+    }
+
+    /// Runs `f` on a pooled read-only connection, off the async runtime.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, AppError> + Send + 'static,
+    {
+        let db = self.clone();
+        run_blocking(move || db.read_blocking(f)).await
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer, off the async runtime.
+    pub async fn write<T, F>(&self, f: F) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T, AppError> + Send + 'static,
+    {
+        let db = self.clone();
+        run_blocking(move || db.write_blocking(f)).await
+    }
+
+    /// The synchronous form of [`Db::read`], for code already on a blocking thread.
+    pub fn read_blocking<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, AppError>,
+    ) -> Result<T, AppError> {
+        let conn = self.readers.get()?;
+        f(&conn)
+    }
+
+    /// The synchronous form of [`Db::write`], for code already on a blocking thread.
+    pub fn write_blocking<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, AppError>,
+    ) -> Result<T, AppError> {
+        let mut conn = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        self.job_inserted.store(false, Ordering::Relaxed);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?; // dropping `tx` on Err (or unwind) rolls back
+        tx.commit()?;
+        if self.job_inserted.swap(false, Ordering::Relaxed) {
+            self.jobs_ready.notify_waiters();
+        }
+        Ok(out)
+    }
+}
+
+/// Runs blocking work on tokio's blocking pool and re-raises its panic on the caller, so a
+/// panicking query is reported like a panicking handler (vaultwarden `run_blocking`).
+pub async fn run_blocking<T, F>(f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("blocking task was cancelled: {e}"),
+    }
+}

@@ -1,0 +1,286 @@
+//! The one error type (spec 2.3, 7). Every failure becomes `{error, code, details?}` with a
+//! stable snake_case `code`; a 5xx never shows its cause: the cause rides in a response
+//! extension and the request log line records it with the trace id.
+
+use std::panic::Location;
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+/// Stable error codes. A typo here fails to compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    BadRequest,
+    InvalidCursor,
+    InvalidLimit,
+    InvalidOffset,
+    StoreIdRequired,
+    TotpNotEnabled,
+    #[serde(rename = "msgapp_2fa_not_enabled")]
+    Msgapp2faNotEnabled,
+    NoPendingCode,
+    TooManyAttempts,
+    IncorrectPassword,
+    Unauthorized,
+    InvalidCredentials,
+    InvalidChallenge,
+    InvalidCode,
+    InvalidTicket,
+    InvalidRefreshToken,
+    RefreshTokenReused,
+    PlanLimitReached,
+    SubscriptionInactive,
+    Forbidden,
+    MissingPermission,
+    AccountDisabled,
+    NotAMember,
+    NotTokenOwner,
+    NotFound,
+    RouteNotFound,
+    NoCart,
+    MethodNotAllowed,
+    Conflict,
+    IdempotencyRequestInProgress,
+    EmailTaken,
+    SlugTaken,
+    TotpAlreadyEnabled,
+    AssistantBusy,
+    InvalidStatusTransition,
+    InsufficientStock,
+    NoRefundablePayment,
+    PayloadTooLarge,
+    ValidationFailed,
+    IdempotencyKeyReused,
+    ConfirmationRequired,
+    RequestHeaderFieldsTooLarge,
+    RateLimited,
+    InternalError,
+    ServiceUnavailable,
+}
+
+/// The error body every failing response carries.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// Human-readable message; wording can change.
+    pub error: String,
+    /// Stable snake_case code to branch on.
+    pub code: ErrorCode,
+    /// Structured context; its shape is fixed per code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<Value>,
+}
+
+/// The cause of a 5xx, kept out of the body and logged by the request log middleware.
+#[derive(Debug, Clone)]
+pub struct ErrorSource(pub Arc<anyhow::Error>);
+
+#[derive(Debug)]
+pub struct AppError {
+    pub status: StatusCode,
+    pub code: ErrorCode,
+    pub message: String,
+    pub details: Option<Value>,
+    pub source: Option<anyhow::Error>,
+}
+
+pub type AppResult<T> = Result<T, AppError>;
+
+impl AppError {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: None,
+            source: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::NotFound,
+            format!("{what} not found"),
+        )
+    }
+
+    pub fn conflict(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 422 `validation_failed` with `details.fields` mapping each field to its message.
+    pub fn validation<K: Into<String>, V: Into<String>>(
+        fields: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        let fields: Map<String, Value> = fields
+            .into_iter()
+            .map(|(k, v)| (k.into(), Value::String(v.into())))
+            .collect();
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::ValidationFailed,
+            "the request has invalid fields",
+        )
+        .with_details(json!({ "fields": fields }))
+    }
+
+    /// 429 `rate_limited`; the response also carries `Retry-After`.
+    pub fn rate_limited(retry_after_seconds: u64) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            "too many requests; retry later",
+        )
+        .with_details(json!({ "retry_after_seconds": retry_after_seconds }))
+    }
+
+    pub fn payload_too_large() -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::PayloadTooLarge,
+            "the request body is larger than this endpoint accepts",
+        )
+    }
+
+    /// A server fault. The caller's location is kept so the log says where it came from.
+    #[track_caller]
+    pub fn internal(e: impl Into<anyhow::Error>) -> Self {
+        let loc = Location::caller();
+        let source = e
+            .into()
+            .context(format!("at {}:{}", loc.file(), loc.line()));
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: ErrorCode::InternalError,
+            message: "internal error".into(),
+            details: None,
+            source: Some(source),
+        }
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::ServiceUnavailable,
+            message,
+        )
+    }
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {:?}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for AppError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(AsRef::as_ref)
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let server_fault = self.status.is_server_error();
+        let body = ErrorBody {
+            // A 5xx never leaks its cause or a handler's wording.
+            error: if server_fault && self.code == ErrorCode::InternalError {
+                "internal error".into()
+            } else {
+                self.message
+            },
+            code: self.code,
+            details: self.details,
+        };
+        let retry_after = body
+            .details
+            .as_ref()
+            .filter(|_| self.code == ErrorCode::RateLimited)
+            .and_then(|d| d.get("retry_after_seconds"))
+            .and_then(Value::as_u64);
+        let mut res = (self.status, axum::Json(body)).into_response();
+        if let Some(secs) = retry_after {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Some(source) = self.source {
+            res.extensions_mut().insert(ErrorSource(Arc::new(source)));
+        }
+        res
+    }
+}
+
+impl From<rusqlite::Error> for AppError {
+    #[track_caller]
+    fn from(e: rusqlite::Error) -> Self {
+        Self::internal(e)
+    }
+}
+
+impl From<r2d2::Error> for AppError {
+    #[track_caller]
+    fn from(e: r2d2::Error) -> Self {
+        Self::internal(e)
+    }
+}
+
+/// Maps a SQLite constraint violation to a client error (STYLE 3, realworld `ResultExt`).
+pub trait ResultExt<T> {
+    /// `constraint` is what SQLite names in its message, e.g. `users.email` for
+    /// `UNIQUE constraint failed: users.email`.
+    fn on_constraint(
+        self,
+        constraint: &str,
+        map: impl FnOnce(rusqlite::Error) -> AppError,
+    ) -> Result<T, AppError>;
+}
+
+impl<T> ResultExt<T> for Result<T, rusqlite::Error> {
+    #[track_caller]
+    fn on_constraint(
+        self,
+        constraint: &str,
+        map: impl FnOnce(rusqlite::Error) -> AppError,
+    ) -> Result<T, AppError> {
+        match self {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                let hit = matches!(
+                    &e,
+                    rusqlite::Error::SqliteFailure(f, Some(msg))
+                        if f.code == rusqlite::ErrorCode::ConstraintViolation
+                            && msg.split(": ").nth(1).is_some_and(|cols| {
+                                cols.split(", ").any(|c| c == constraint)
+                            })
+                );
+                if hit {
+                    Err(map(e))
+                } else {
+                    Err(AppError::internal(e))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Our extractors wrap axum's so every rejection is an [`AppError`] (STYLE 4). Handlers never
+//! take `axum::Json`, `axum::extract::Query` or `axum::extract::Path` directly.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{HeaderMap, header, request::Parts};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::error::AppError;
+
+/// A JSON body: 400 `bad_request` for a wrong content type or malformed JSON, 413
+/// `payload_too_large` past the body limit, 422 `validation_failed` naming the field for
+/// wrong types, unknown enum values and missing fields.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json<T>(pub T);
+
+impl<T, S> FromRequest<S> for Json<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, AppError> {
+        if !is_json(req.headers()) {
+            return Err(AppError::bad_request(
+                "expected a JSON body with Content-Type: application/json",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|r| body_rejection(&r))?;
+        parse_json(&bytes).map(Json)
+    }
+}
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+pub(crate) fn body_rejection(r: &BytesRejection) -> AppError {
+    if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        AppError::payload_too_large()
+    } else {
+        AppError::bad_request("the request body could not be read")
+    }
+}
+
+/// Deserializes JSON, telling a syntax error (400) from a field error (422).
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let inner = e.inner();
+        if inner.is_data() {
+            field_error(&e.path().to_string(), &inner.to_string())
+        } else {
+            AppError::bad_request(format!("malformed JSON: {inner}"))
+        }
+    })
+}
+
+/// Turns a serde message at `path` into `details.fields`. serde reports a missing field at
+/// its parent's path, so the field's own name is taken from the message.
+fn field_error(path: &str, msg: &str) -> AppError {
+    let parent = if path == "." { "" } else { path };
+    // A missing field is reported at its parent; its name is in the message.
+    let missing = msg
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next());
+    // serde_json appends " at line L column C"; the field name already says where.
+    let msg = msg.split(" at line ").next().unwrap_or(msg);
+    let field = match (missing, parent) {
+        (Some(name), "") => name.to_string(),
+        (Some(name), p) => format!("{p}.{name}"),
+        (None, "") => "body".to_string(),
+        (None, p) => p.to_string(),
+    };
+    AppError::validation([(field, msg.to_string())])
+}
+
+/// Query parameters; any problem is 422 `validation_failed` naming the parameter. Query DTOs
+/// use `#[serde(deny_unknown_fields)]` so a misspelt filter is an error, not a silent no-op.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Query<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for Query<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
+        parse_query(parts.uri.query().unwrap_or("")).map(Query)
+    }
+}
+
+pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, AppError> {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let msg = e.inner().to_string();
+        let unknown = msg
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split('`').next());
+        match unknown {
+            Some(name) => AppError::validation([(name.to_string(), "unknown query parameter")]),
+            None => field_error(&e.path().to_string(), &msg),
+        }
+    })
+}
+
+/// Path parameters. A malformed id can never name an existing resource, so it is 404
+/// `not_found` (as if it did not exist) rather than a hint about the id format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Path<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for Path<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(v)) => Ok(Path(v)),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => {
+                tracing::debug!(error = %e, "path parameter rejected");
+                Err(AppError::not_found("resource"))
+            }
+            Err(e) => Err(AppError::internal(anyhow::anyhow!("path extraction: {e}"))),
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Idempotency keys (spec 8; svix `core/idempotency.rs`, zero2prod's table).
+//!
+//! Invariants:
+//! - A POST with `Idempotency-Key` is remembered for 24 h per (credential, key); anonymous
+//!   callers are scoped by client address, so one caller's key never replays to another.
+//! - The first request writes a start marker; a duplicate while it runs is 409
+//!   `idempotency_request_in_progress` (the single writer serializes the markers, so exactly
+//!   one of two racing requests runs).
+//! - A replay returns the first response's status, headers and body plus
+//!   `Idempotent-Replayed: true`; the same key with another method, path or body is 422
+//!   `idempotency_key_reused`.
+//! - 5xx responses and streams are not stored: the marker is removed so the client can retry.
+//! - Keys over 255 characters are 400; bodies over 1 MB and multipart uploads ignore the key.
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Transaction, params};
+use sha2::{Digest, Sha256};
+
+use super::error::{AppError, ErrorCode};
+use super::rate_limit::CredentialId;
+use super::trace::ClientAddr;
+use crate::state::AppState;
+use crate::time;
+
+pub const HEADER: &str = "idempotency-key";
+pub const REPLAYED: &str = "idempotent-replayed";
+const MAX_KEY_LEN: usize = 255;
+/// Bodies up to this size are fingerprinted; larger ones pass through without the key.
+pub const MAX_BODY: usize = 1024 * 1024;
+/// A start marker older than this belongs to a request that died; a retry may take it over.
+const STALE_MARKER: Duration = Duration::from_secs(60);
+/// Headers a replay does not copy: framing, and ones the outer layers set per request.
+const SKIPPED_HEADERS: [HeaderName; 3] = [
+    header::CONTENT_LENGTH,
+    header::TRANSFER_ENCODING,
+    header::DATE,
+];
+
+enum Begin {
+    Started,
+    InProgress,
+    Mismatch,
+    Replay(Stored),
+}
+
+struct Stored {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let Some(raw_key) = req.headers().get(HEADER) else {
+        return next.run(req).await;
+    };
+    let key = match raw_key.to_str() {
+        Ok(k) if !k.is_empty() && k.len() <= MAX_KEY_LEN => k.to_owned(),
+        _ => {
+            return AppError::bad_request(
+                "Idempotency-Key must be 1 to 255 printable ASCII characters",
+            )
+            .into_response();
+        }
+    };
+    if is_multipart(req.headers()) || declared_len(req.headers()).is_some_and(|n| n > MAX_BODY) {
+        return next.run(req).await;
+    }
+
+    let scope = match req.extensions().get::<CredentialId>() {
+        Some(c) => format!("cred:{}", c.0),
+        None => format!(
+            "anon:{}",
+            req.extensions()
+                .get::<ClientAddr>()
+                .map_or_else(String::new, |a| a.0.to_string())
+        ),
+    };
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = to_bytes(body, MAX_BODY).await else {
+        return AppError::payload_too_large().into_response();
+    };
+    let hash = fingerprint(
+        &parts.method,
+        parts.uri.path_and_query().map_or("", |p| p.as_str()),
+        &bytes,
+    );
+
+    let now = st.clock.now();
+    let ttl = st.cfg.idempotency_ttl;
+    let (s, k) = (scope.clone(), key.clone());
+    let begun = st
+        .db
+        .write(move |tx| begin(tx, &s, &k, &hash, now, ttl))
+        .await;
+    match begun {
+        Err(e) => e.into_response(),
+        Ok(Begin::InProgress) => AppError::conflict(
+            ErrorCode::IdempotencyRequestInProgress,
+            "a request with this Idempotency-Key is still running",
+        )
+        .into_response(),
+        Ok(Begin::Mismatch) => AppError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::IdempotencyKeyReused,
+            "this Idempotency-Key was used with a different request",
+        )
+        .into_response(),
+        Ok(Begin::Replay(stored)) => replay(stored),
+        Ok(Begin::Started) => {
+            let mut guard = Marker {
+                st: st.clone(),
+                scope,
+                key,
+                armed: true,
+            };
+            let res = next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
+            finish(&mut guard, res).await
+        }
+    }
+}
+
+/// Removes the start marker if the request ends without storing a response (an error, a
+/// stream, or the client going away mid-request, which drops this guard).
+struct Marker {
+    st: AppState,
+    scope: String,
+    key: String,
+    armed: bool,
+}
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (db, scope, key) = (self.st.db.clone(), self.scope.clone(), self.key.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let res = db
+                    .write(move |tx| {
+                        tx.execute(
+                            "DELETE FROM idempotency_keys
+                             WHERE scope = ?1 AND key = ?2 AND status IS NULL",
+                            params![scope, key],
+                        )?;
+                        Ok(())
+                    })
+                    .await;
+                if let Err(e) = res {
+                    tracing::warn!(error = %e, "could not remove an idempotency marker");
+                }
+            });
+        }
+    }
+}
+
+async fn finish(guard: &mut Marker, res: Response) -> Response {
+    let streaming = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if res.status().is_server_error() || streaming {
+        return res; // the guard removes the marker
+    }
+    let (parts, body) = res.into_parts();
+    let body = match to_bytes(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(e) => {
+            return AppError::internal(anyhow::anyhow!("reading a response body: {e}"))
+                .into_response();
+        }
+    };
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .filter(|(name, _)| !SKIPPED_HEADERS.contains(name))
+        .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect();
+    let status = parts.status.as_u16();
+    let (scope, key, stored_body) = (guard.scope.clone(), guard.key.clone(), body.to_vec());
+    let headers_json = serde_json::to_string(&headers).unwrap_or_else(|_| "[]".into());
+    let saved = guard
+        .st
+        .db
+        .write(move |tx| {
+            tx.execute(
+                "UPDATE idempotency_keys
+                 SET status = ?3, response_headers = ?4, response_body = ?5
+                 WHERE scope = ?1 AND key = ?2",
+                params![scope, key, status, headers_json, stored_body],
+            )?;
+            Ok(())
+        })
+        .await;
+    match saved {
+        Ok(()) => guard.armed = false,
+        Err(e) => tracing::warn!(error = %e, "could not store an idempotent response"),
+    }
+    Response::from_parts(parts, Body::from(body))
+}
+
+fn begin(
+    tx: &Transaction<'_>,
+    scope: &str,
+    key: &str,
+    hash: &[u8],
+    now: DateTime<Utc>,
+    ttl: chrono::Duration,
+) -> Result<Begin, AppError> {
+    let row = tx
+        .query_row(
+            "SELECT request_hash, status, response_headers, response_body, created_at, expires_at
+             FROM idempotency_keys WHERE scope = ?1 AND key = ?2",
+            params![scope, key],
+            |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get::<_, Option<u16>>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<Vec<u8>>>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            },
+        )
+        .optional()?;
+    let now_s = time::format(now);
+    let start = |tx: &Transaction<'_>| -> Result<Begin, AppError> {
+        tx.execute(
+            "INSERT OR REPLACE INTO idempotency_keys (scope, key, request_hash, created_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![scope, key, hash, now_s, time::format(now + ttl)],
+        )?;
+        Ok(Begin::Started)
+    };
+    let Some((stored_hash, status, headers, body, created_at, expires_at)) = row else {
+        return start(tx);
+    };
+    if expires_at <= now_s {
+        return start(tx);
+    }
+    if stored_hash != hash {
+        return Ok(Begin::Mismatch);
+    }
+    match status {
+        Some(status) => Ok(Begin::Replay(Stored {
+            status,
+            headers: headers
+                .and_then(|h| serde_json::from_str(&h).ok())
+                .unwrap_or_default(),
+            body: body.unwrap_or_default(),
+        })),
+        None => {
+            let stale = time::parse(&created_at).is_none_or(|t| {
+                now - t > chrono::Duration::from_std(STALE_MARKER).unwrap_or_default()
+            });
+            if stale {
+                start(tx)
+            } else {
+                Ok(Begin::InProgress)
+            }
+        }
+    }
+}
+
+fn replay(stored: Stored) -> Response {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    let mut res = (status, Bytes::from(stored.body)).into_response();
+    let headers = res.headers_mut();
+    headers.remove(header::CONTENT_TYPE);
+    for (name, value) in stored.headers {
+        if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+            headers.append(n, v);
+        }
+    }
+    headers.insert(REPLAYED, HeaderValue::from_static("true"));
+    res
+}
+
+fn fingerprint(method: &Method, path_and_query: &str, body: &[u8]) -> Vec<u8> {
+    let mut h = Sha256::new();
+    h.update(method.as_str().as_bytes());
+    h.update(b"\n");
+    h.update(path_and_query.as_bytes());
+    h.update(b"\n");
+    h.update(body);
+    h.finalize().to_vec()
+}
+
+fn is_multipart(h: &HeaderMap) -> bool {
+    h.get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("multipart/")
+        })
+}
+
+fn declared_len(h: &HeaderMap) -> Option<usize> {
+    h.get(header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+/// Deletes expired records (run by the cleanup job).
+pub fn purge_expired(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+    Ok(tx.execute(
+        "DELETE FROM idempotency_keys WHERE expires_at <= ?1",
+        [time::format(now)],
+    )?)
+}

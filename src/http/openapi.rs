@@ -1,0 +1,27 @@
+//! The OpenAPI 3.1 document of the admin API, generated from the handlers' annotations
+//! (utoipa) and served at `GET /v1/openapi/admin.json`. Paths are relative to the `/v1`
+//! server entry; operational root paths carry their own `servers` override.
+
+use utoipa::OpenApi;
+use utoipa::openapi::server::Server;
+
+use super::error::{ErrorBody, ErrorCode};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "merchant-admin admin API",
+        description = "The merchant back office API: sessions, store administration, inbox, webhooks.",
+    ),
+    servers((url = "/v1", description = "API version 1")),
+    components(schemas(ErrorBody, ErrorCode)),
+)]
+pub struct ApiDoc;
+
+/// Gives every path of `root` a `servers: [{url: "/"}]` override and adds it to `doc`.
+pub fn merge_root_paths(doc: &mut utoipa::openapi::OpenApi, root: utoipa::openapi::OpenApi) {
+    for (path, mut item) in root.paths.paths {
+        item.servers = Some(vec![Server::new("/")]);
+        doc.paths.paths.insert(path, item);
+    }
+}

@@ -1,0 +1,319 @@
+//! The one `Page<T>` envelope (spec 2.2) and its query parameters.
+//!
+//! Lists are keyset-paged: the cursor is the position of the last row shown, serialized and
+//! signed with a server key together with the list's scope (e.g. `orders:<store_id>`), so a
+//! tampered cursor, or one taken from another list or store, is 400 `invalid_cursor`.
+//! Store functions fetch `limit + 1` rows; [`Page::from_rows`] derives `has_more`.
+
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use utoipa::{IntoParams, ToSchema};
+
+use super::error::{AppError, ErrorCode};
+use super::extract::parse_query;
+use crate::state::AppState;
+
+pub const DEFAULT_LIMIT: u32 = 50;
+pub const MAX_LIMIT: u32 = 200;
+const MAC_LEN: usize = 16;
+
+/// The key cursors are signed with (from `server_keys`).
+#[derive(Clone)]
+pub struct CursorKey(Arc<[u8]>);
+
+impl CursorKey {
+    pub fn new(key: Vec<u8>) -> Self {
+        Self(key.into())
+    }
+
+    fn mac(&self, scope: &str, payload: &str) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key size");
+        mac.update(scope.as_bytes());
+        mac.update(&[0]);
+        mac.update(payload.as_bytes());
+        mac
+    }
+
+    pub fn encode<K: Serialize>(&self, scope: &str, position: &K) -> String {
+        let json = serde_json::to_vec(position).expect("cursor positions serialize");
+        let payload = URL_SAFE_NO_PAD.encode(json);
+        let tag = self.mac(scope, &payload).finalize().into_bytes();
+        format!("{payload}.{}", URL_SAFE_NO_PAD.encode(&tag[..MAC_LEN]))
+    }
+
+    pub fn decode<K: DeserializeOwned>(&self, scope: &str, cursor: &str) -> Result<K, AppError> {
+        let invalid = || {
+            AppError::new(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::InvalidCursor,
+                "the cursor is not valid for this list; start again without it",
+            )
+        };
+        let (payload, tag) = cursor.split_once('.').ok_or_else(invalid)?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
+        // Constant-time comparison of the truncated tag.
+        self.mac(scope, payload)
+            .verify_truncated_left(&tag)
+            .map_err(|_| invalid())?;
+        let json = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
+        serde_json::from_slice(&json).map_err(|_| invalid())
+    }
+}
+
+impl std::fmt::Debug for CursorKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CursorKey(..)")
+    }
+}
+
+/// Paging parameters of every list, validated: `limit` 1–200 (default 50), `cursor`,
+/// `offset` ≥ 0 (ignored when `cursor` is set), `include_total`.
+#[derive(Debug, Clone)]
+pub struct PageParams {
+    pub limit: u32,
+    pub cursor: Option<String>,
+    offset: u64,
+    pub include_total: bool,
+    key: CursorKey,
+}
+
+/// The paging parameters as the OpenAPI document shows them.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<u32>,
+    /// Opaque cursor from a previous page's `next_cursor`.
+    pub cursor: Option<String>,
+    /// Rows to skip; ignored when `cursor` is set.
+    pub offset: Option<u64>,
+    /// Also return `total` (costs an extra query).
+    pub include_total: Option<bool>,
+}
+
+impl PageParams {
+    /// The rows to fetch: one more than the page, to learn whether another page follows.
+    pub fn fetch_limit(&self) -> i64 {
+        i64::from(self.limit) + 1
+    }
+
+    /// Rows to skip (0 when a cursor is given).
+    pub fn offset(&self) -> i64 {
+        if self.cursor.is_some() {
+            0
+        } else {
+            i64::try_from(self.offset).unwrap_or(i64::MAX)
+        }
+    }
+
+    /// The keyset position after which this page starts, checked against `scope`.
+    pub fn position<K: DeserializeOwned>(&self, scope: &str) -> Result<Option<K>, AppError> {
+        self.cursor
+            .as_deref()
+            .map(|c| self.key.decode(scope, c))
+            .transpose()
+    }
+
+    fn parse(query: &str, key: CursorKey) -> Result<(Self, String), AppError> {
+        let mut params = Self {
+            limit: DEFAULT_LIMIT,
+            cursor: None,
+            offset: 0,
+            include_total: false,
+            key,
+        };
+        let mut rest = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+            match &*k {
+                "limit" => {
+                    params.limit = v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|l| (1..=MAX_LIMIT).contains(l))
+                        .ok_or_else(|| {
+                            AppError::new(
+                                StatusCode::BAD_REQUEST,
+                                ErrorCode::InvalidLimit,
+                                format!("limit must be an integer from 1 to {MAX_LIMIT}"),
+                            )
+                        })?;
+                }
+                "offset" => {
+                    params.offset = v.parse::<u64>().ok().ok_or_else(|| {
+                        AppError::new(
+                            StatusCode::BAD_REQUEST,
+                            ErrorCode::InvalidOffset,
+                            "offset must be an integer of 0 or more",
+                        )
+                    })?;
+                }
+                "cursor" if !v.is_empty() => params.cursor = Some(v.into_owned()),
+                "cursor" => {}
+                "include_total" => {
+                    params.include_total = match &*v {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => {
+                            return Err(AppError::validation([(
+                                "include_total",
+                                "must be true or false",
+                            )]));
+                        }
+                    };
+                }
+                _ => {
+                    rest.append_pair(&k, &v);
+                }
+            }
+        }
+        Ok((params, rest.finish()))
+    }
+}
+
+/// No filters: the list takes only the paging parameters.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoFilter {}
+
+/// A list's query: paging parameters plus the list's own filters `F`. Unknown parameters
+/// are 422 `validation_failed` (filters use `#[serde(deny_unknown_fields)]`).
+#[derive(Debug, Clone)]
+pub struct Paged<F = NoFilter>(pub PageParams, pub F);
+
+impl<F> FromRequestParts<AppState> for Paged<F>
+where
+    F: DeserializeOwned,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, AppError> {
+        let (params, rest) =
+            PageParams::parse(parts.uri.query().unwrap_or(""), st.cursor_key.clone())?;
+        let filter = parse_query::<F>(&rest)?;
+        Ok(Paged(params, filter))
+    }
+}
+
+/// The envelope of every collection response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Page<T> {
+    /// Items of this page, in the order the endpoint defines.
+    pub data: Vec<T>,
+    /// Another page follows.
+    pub has_more: bool,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// Present only when `include_total=true`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<i64>,
+}
+
+impl<T> Page<T> {
+    /// Builds a page from up to `limit + 1` rows in list order. `position` gives a row's
+    /// keyset position, which becomes the signed `next_cursor`.
+    pub fn from_rows<R, K: Serialize>(
+        mut rows: Vec<R>,
+        params: &PageParams,
+        scope: &str,
+        position: impl Fn(&R) -> K,
+        map: impl FnMut(R) -> T,
+    ) -> Self {
+        let limit = params.limit as usize;
+        let has_more = rows.len() > limit;
+        rows.truncate(limit);
+        let next_cursor = if has_more {
+            rows.last()
+                .map(|last| params.key.encode(scope, &position(last)))
+        } else {
+            None
+        };
+        Self {
+            data: rows.into_iter().map(map).collect(),
+            has_more,
+            next_cursor,
+            total: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_total(mut self, total: Option<i64>) -> Self {
+        self.total = total;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> CursorKey {
+        CursorKey::new(vec![7; 32])
+    }
+
+    #[test]
+    fn cursor_round_trips_and_rejects_tampering_and_other_scopes() {
+        let k = key();
+        let c = k.encode("orders:1", &("2026-01-01T00:00:00.000000Z", "abc"));
+        let back: (String, String) = k.decode("orders:1", &c).unwrap();
+        assert_eq!(back.1, "abc");
+
+        let other_scope = k.decode::<(String, String)>("orders:2", &c).unwrap_err();
+        assert_eq!(other_scope.code, ErrorCode::InvalidCursor);
+
+        let mut tampered = c.clone();
+        tampered.replace_range(0..1, if c.starts_with('W') { "X" } else { "W" });
+        let err = k
+            .decode::<(String, String)>("orders:1", &tampered)
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidCursor);
+
+        let other_key = CursorKey::new(vec![8; 32]);
+        assert!(
+            other_key
+                .decode::<(String, String)>("orders:1", &c)
+                .is_err()
+        );
+        for junk in ["", ".", "abc", "a.b.c", "%%%.%%%"] {
+            assert!(
+                k.decode::<(String, String)>("orders:1", junk).is_err(),
+                "{junk}"
+            );
+        }
+    }
+
+    #[test]
+    fn page_params_validate_limits_and_offsets() {
+        let parse = |q: &str| PageParams::parse(q, key());
+        let (p, rest) = parse("limit=200&offset=3&status=paid").unwrap();
+        assert_eq!(
+            (p.limit, p.offset(), rest.as_str()),
+            (200, 3, "status=paid")
+        );
+        assert_eq!(parse("").unwrap().0.limit, DEFAULT_LIMIT);
+        for bad in ["limit=0", "limit=201", "limit=-1", "limit=abc", "limit=1e3"] {
+            assert_eq!(
+                parse(bad).unwrap_err().code,
+                ErrorCode::InvalidLimit,
+                "{bad}"
+            );
+        }
+        for bad in ["offset=-1", "offset=x", "offset=99999999999999999999999"] {
+            assert_eq!(
+                parse(bad).unwrap_err().code,
+                ErrorCode::InvalidOffset,
+                "{bad}"
+            );
+        }
+        let (p, _) = parse("cursor=abc&offset=5").unwrap();
+        assert_eq!(p.offset(), 0, "offset is ignored when a cursor is set");
+    }
+}

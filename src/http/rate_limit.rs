@@ -1,0 +1,148 @@
+//! Rate limits (spec 8, issue 2 §4): a budget per minute per credential, and a smaller one
+//! per client address for anonymous calls. GCRA from `governor`, driven by the app's clock.
+//! Every response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::clock::Clock as _;
+use governor::middleware::{NoOpMiddleware, StateInformationMiddleware};
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
+
+use super::error::AppError;
+use super::trace::ClientAddr;
+use crate::clock::SharedClock;
+use crate::state::AppState;
+
+/// Adapts the app clock to governor, so tests that move the clock move the budgets too.
+#[derive(Clone)]
+pub struct LimiterClock(SharedClock);
+
+impl governor::clock::Clock for LimiterClock {
+    type Instant = Duration;
+    fn now(&self) -> Duration {
+        let t = self.0.now();
+        let nanos = t.timestamp_nanos_opt().unwrap_or(0);
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(0))
+    }
+}
+
+type Limiter =
+    RateLimiter<String, DefaultKeyedStateStore<String>, LimiterClock, StateInformationMiddleware>;
+
+/// Who a request is charged to, once authentication has run (identity issue).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialId(pub String);
+
+pub struct RateLimits {
+    authenticated: Limiter,
+    anonymous: Limiter,
+    clock: LimiterClock,
+}
+
+/// The outcome of one check, with what the headers report.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub limit: u32,
+    pub remaining: u32,
+    pub reset_secs: u64,
+    /// Set when the request is refused.
+    pub retry_after_secs: Option<u64>,
+}
+
+fn per_minute(n: u32) -> Quota {
+    Quota::per_minute(NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN))
+}
+
+impl RateLimits {
+    pub fn new(authenticated_per_min: u32, anonymous_per_min: u32, clock: SharedClock) -> Self {
+        let clock = LimiterClock(clock);
+        let make = |n| {
+            RateLimiter::<_, _, _, NoOpMiddleware<Duration>>::new(
+                per_minute(n),
+                DefaultKeyedStateStore::default(),
+                clock.clone(),
+            )
+            .with_middleware::<StateInformationMiddleware>()
+        };
+        Self {
+            authenticated: make(authenticated_per_min),
+            anonymous: make(anonymous_per_min),
+            clock,
+        }
+    }
+
+    /// Charges one request to a credential, or to a client address when there is none.
+    pub fn check(&self, credential: Option<&CredentialId>, addr: IpAddr) -> Budget {
+        let (limiter, key) = match credential {
+            Some(c) => (&self.authenticated, format!("cred:{}", c.0)),
+            None => (&self.anonymous, format!("ip:{addr}")),
+        };
+        match limiter.check_key(&key) {
+            Ok(snapshot) => {
+                let quota = snapshot.quota();
+                let limit = quota.burst_size().get();
+                let remaining = snapshot.remaining_burst_capacity();
+                // Time until the whole budget is back: one interval per used cell.
+                let reset = quota.replenish_interval() * (limit - remaining);
+                Budget {
+                    limit,
+                    remaining,
+                    reset_secs: ceil_secs(reset),
+                    retry_after_secs: None,
+                }
+            }
+            Err(not_until) => {
+                let quota = not_until.quota();
+                let wait = ceil_secs(not_until.wait_time_from(self.clock.now())).max(1);
+                Budget {
+                    limit: quota.burst_size().get(),
+                    remaining: 0,
+                    reset_secs: ceil_secs(quota.replenish_interval() * quota.burst_size().get()),
+                    retry_after_secs: Some(wait),
+                }
+            }
+        }
+    }
+
+    /// Forgets budgets that are full again (run periodically by the scheduler).
+    pub fn forget_idle(&self) {
+        for l in [&self.authenticated, &self.anonymous] {
+            l.retain_recent();
+            l.shrink_to_fit();
+        }
+    }
+}
+
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+fn set_headers(h: &mut HeaderMap, b: &Budget) {
+    h.insert("ratelimit-limit", HeaderValue::from(b.limit));
+    h.insert("ratelimit-remaining", HeaderValue::from(b.remaining));
+    h.insert("ratelimit-reset", HeaderValue::from(b.reset_secs));
+}
+
+/// The middleware: 429 `rate_limited` with `Retry-After` past the budget.
+pub async fn rate_limit(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let addr = req
+        .extensions()
+        .get::<ClientAddr>()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.0);
+    let budget = st
+        .limits
+        .check(req.extensions().get::<CredentialId>(), addr);
+    let mut res = match budget.retry_after_secs {
+        Some(wait) => AppError::rate_limited(wait).into_response(),
+        None => next.run(req).await,
+    };
+    set_headers(res.headers_mut(), &budget);
+    res
+}

@@ -1,0 +1,93 @@
+//! Per-request tracing: a trace id on every response (`x-trace-id`) and in every log line of
+//! the request, and one structured line per request (method, matched route, status, duration).
+//! The cause of a 5xx is logged here, with the trace id, and never sent to the client.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tracing::Instrument;
+
+use super::error::{AppError, ErrorCode, ErrorSource};
+use crate::state::AppState;
+
+pub const TRACE_HEADER: &str = "x-trace-id";
+/// Total header bytes a request may carry before it is refused with 431.
+const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct TraceId(pub String);
+
+/// The client's address: the socket peer, or the last `X-Forwarded-For` hop with
+/// `--trust-proxy` (the entry our own proxy appended; earlier ones are client-controlled).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub IpAddr);
+
+fn client_addr(req: &Request, trust_proxy: bool) -> IpAddr {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::from([127, 0, 0, 1]), |c| c.0.ip());
+    if !trust_proxy {
+        return peer;
+    }
+    // Only the last hop counts: if it is not an address, the peer is all we know.
+    req.headers()
+        .get_all("x-forwarded-for")
+        .iter()
+        .next_back()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.rsplit(',').next())
+        .and_then(|s| s.trim().parse::<IpAddr>().ok())
+        .unwrap_or(peer)
+}
+
+pub async fn trace(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let trace_id = uuid::Uuid::new_v4().simple().to_string();
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "-".to_owned(), |m| m.as_str().to_owned());
+    let addr = client_addr(&req, st.cfg.trust_proxy);
+    req.extensions_mut().insert(TraceId(trace_id.clone()));
+    req.extensions_mut().insert(ClientAddr(addr));
+
+    let span =
+        tracing::info_span!("request", trace_id = %trace_id, method = %method, route = %route);
+    let header_bytes: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum();
+    let mut res = if header_bytes > MAX_HEADER_BYTES {
+        AppError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ErrorCode::RequestHeaderFieldsTooLarge,
+            "the request headers are too large",
+        )
+        .into_response()
+    } else {
+        next.run(req).instrument(span.clone()).await
+    };
+    if let Ok(v) = HeaderValue::from_str(&trace_id) {
+        res.headers_mut().insert(TRACE_HEADER, v);
+    }
+
+    let status = res.status().as_u16();
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    // The line itself stands outside the span so its fields are not printed twice.
+    let route = route.as_str();
+    if let Some(ErrorSource(source)) = res.extensions().get::<ErrorSource>() {
+        tracing::error!(%trace_id, %method, route, status, duration_ms, error = ?source, "request failed");
+    } else if res.status().is_server_error() {
+        tracing::error!(%trace_id, %method, route, status, duration_ms, "request failed");
+    } else {
+        tracing::info!(%trace_id, %method, route, status, duration_ms, "request");
+    }
+    res
+}

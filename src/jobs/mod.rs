@@ -1,0 +1,81 @@
+//! The durable job queue (issue 2 §5).
+//!
+//! Invariants:
+//! - A job is enqueued with [`enqueue`] inside the same transaction as the write that causes
+//!   it (outbox): both commit or neither does.
+//! - A worker claims a job with a lease. If the process dies, the lease runs out and another
+//!   worker (after a restart, this one) takes the job again; each claim counts an attempt.
+//! - A failed attempt is retried after the job's backoff until `max_attempts`; then the job
+//!   is `dead`, keeping its last error.
+//! - The scheduler enqueues periodic cleanups rather than running them inline.
+
+pub mod scheduler;
+pub mod worker;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Transaction, params};
+use serde::{Deserialize, Serialize};
+
+use crate::http::error::AppError;
+use crate::ids::JobId;
+use crate::time;
+
+pub use worker::{Outcome, run_once};
+
+/// Every kind of background work. The serialized form is stored, so variants and fields
+/// may be added but not renamed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
+pub enum Job {
+    /// Deletes expired idempotency records and old finished jobs.
+    Cleanup,
+}
+
+impl Job {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Job::Cleanup => "cleanup",
+        }
+    }
+
+    pub fn max_attempts(&self) -> u32 {
+        match self {
+            Job::Cleanup => 3,
+        }
+    }
+
+    /// Delay before attempt `failed_attempts + 1`: exponential from 10 s, capped at 1 h, with
+    /// up to 10% jitter so retries of many jobs spread out.
+    pub fn backoff(&self, failed_attempts: u32) -> Duration {
+        let base = Duration::from_secs(10);
+        let exp = base.saturating_mul(1 << failed_attempts.saturating_sub(1).min(16));
+        let capped = exp.min(Duration::from_secs(3600));
+        let jitter = rand::random::<f64>() * 0.1;
+        capped.mul_f64(1.0 + jitter)
+    }
+}
+
+/// Enqueues `job` to run now, in the caller's transaction.
+pub fn enqueue(tx: &Transaction<'_>, job: &Job, now: DateTime<Utc>) -> Result<JobId, AppError> {
+    enqueue_at(tx, job, now, now)
+}
+
+/// Enqueues `job` to run at `run_at` or later, in the caller's transaction.
+pub fn enqueue_at(
+    tx: &Transaction<'_>,
+    job: &Job,
+    run_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<JobId, AppError> {
+    let id = JobId::new();
+    let payload = serde_json::to_string(job).map_err(AppError::internal)?;
+    let now = time::format(now);
+    tx.execute(
+        "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, ?6)",
+        params![id, job.kind(), payload, job.max_attempts(), time::format(run_at), now],
+    )?;
+    Ok(id)
+}

@@ -1,0 +1,230 @@
+//! Claiming and running jobs. SQLite has no `SKIP LOCKED`, but the single writer serializes
+//! claims, so one `UPDATE .. RETURNING` inside a write transaction hands a job to exactly one
+//! worker.
+
+use std::future::Future;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Transaction, params};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Job;
+use crate::http::error::AppError;
+use crate::ids::JobId;
+use crate::state::AppState;
+use crate::time;
+
+/// What one turn of a worker did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ran,
+    Empty,
+}
+
+#[derive(Debug)]
+pub struct Claimed {
+    pub id: JobId,
+    pub job: Result<Job, String>,
+    pub attempts: u32,
+    pub max_attempts: u32,
+}
+
+/// How long an idle worker waits before looking again when nothing woke it.
+const IDLE_POLL: Duration = Duration::from_secs(1);
+
+/// Claims the next due job, if any: a queued job whose time has come, or a running job
+/// whose lease ran out. A job that has used every attempt is marked dead instead.
+pub fn claim(
+    tx: &Transaction<'_>,
+    now: DateTime<Utc>,
+    lease: Duration,
+) -> Result<Option<Claimed>, AppError> {
+    let now_s = time::format(now);
+    let lease_until = time::format(now + chrono::Duration::from_std(lease).unwrap_or_default());
+    loop {
+        let next: Option<String> = tx
+            .query_row(
+                "SELECT id FROM (
+                    SELECT id, run_at AS due FROM jobs
+                    WHERE state = 'queued' AND run_at <= ?1
+                    ORDER BY run_at LIMIT 1)
+                 UNION ALL
+                 SELECT id FROM (
+                    SELECT id, lease_until AS due FROM jobs
+                    WHERE state = 'running' AND lease_until <= ?1
+                    ORDER BY lease_until LIMIT 1)
+                 LIMIT 1",
+                [&now_s],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(id) = next else { return Ok(None) };
+        let claimed = tx.query_row(
+            "UPDATE jobs SET state = 'running', lease_until = ?2, attempts = attempts + 1,
+                             updated_at = ?3
+             WHERE id = ?1
+             RETURNING id, payload, attempts, max_attempts",
+            params![id, lease_until, now_s],
+            |r| {
+                Ok(Claimed {
+                    id: r.get(0)?,
+                    job: serde_json::from_str::<Job>(&r.get::<_, String>(1)?)
+                        .map_err(|e| format!("unknown job payload: {e}")),
+                    attempts: r.get(2)?,
+                    max_attempts: r.get(3)?,
+                })
+            },
+        )?;
+        if claimed.attempts > claimed.max_attempts {
+            // Its last attempt died with the process that held it.
+            tx.execute(
+                "UPDATE jobs SET state = 'dead', lease_until = NULL, updated_at = ?2,
+                        last_error = COALESCE(last_error || '; ', '') || 'lease expired: the worker holding it stopped'
+                 WHERE id = ?1",
+                params![claimed.id, now_s],
+            )?;
+            continue;
+        }
+        return Ok(Some(claimed));
+    }
+}
+
+fn complete(tx: &Transaction<'_>, id: JobId, now: DateTime<Utc>) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE jobs SET state = 'done', lease_until = NULL, last_error = NULL, updated_at = ?2
+         WHERE id = ?1",
+        params![id, time::format(now)],
+    )?;
+    Ok(())
+}
+
+fn fail(
+    tx: &Transaction<'_>,
+    c: &Claimed,
+    error: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let retry = c.attempts < c.max_attempts;
+    let (state, run_at) = match (&c.job, retry) {
+        (Ok(job), true) => {
+            let delay = chrono::Duration::from_std(job.backoff(c.attempts)).unwrap_or_default();
+            ("queued", now + delay)
+        }
+        _ => ("dead", now),
+    };
+    tx.execute(
+        "UPDATE jobs SET state = ?2, run_at = ?3, lease_until = NULL, last_error = ?4,
+                         updated_at = ?5
+         WHERE id = ?1",
+        params![c.id, state, time::format(run_at), error, time::format(now)],
+    )?;
+    Ok(())
+}
+
+/// Puts a job back without counting the attempt (shutdown came before it finished).
+fn release(tx: &Transaction<'_>, id: JobId, now: DateTime<Utc>) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE jobs SET state = 'queued', lease_until = NULL, attempts = attempts - 1,
+                         run_at = ?2, updated_at = ?2
+         WHERE id = ?1 AND state = 'running'",
+        params![id, time::format(now)],
+    )?;
+    Ok(())
+}
+
+/// Runs one due job with the real handlers, if there is one. Tests call this to drain the
+/// queue deterministically.
+pub async fn run_once(st: &AppState) -> Result<Outcome, AppError> {
+    run_once_with(st, &CancellationToken::new(), super::scheduler::execute).await
+}
+
+/// [`run_once`] with the job handler given, so the retry and dead-letter rules can be tested
+/// with a handler that fails on purpose.
+pub async fn run_once_with<F, Fut>(
+    st: &AppState,
+    shutdown: &CancellationToken,
+    handler: F,
+) -> Result<Outcome, AppError>
+where
+    F: FnOnce(AppState, Job) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let (now, lease) = (st.clock.now(), st.cfg.job_lease);
+    let Some(claimed) = st.db.write(move |tx| claim(tx, now, lease)).await? else {
+        return Ok(Outcome::Empty);
+    };
+    let span = tracing::info_span!("job", job_id = %claimed.id, attempt = claimed.attempts);
+    settle(st, shutdown, claimed, handler)
+        .instrument(span)
+        .await
+}
+
+async fn settle<F, Fut>(
+    st: &AppState,
+    shutdown: &CancellationToken,
+    claimed: Claimed,
+    handler: F,
+) -> Result<Outcome, AppError>
+where
+    F: FnOnce(AppState, Job) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let result = match &claimed.job {
+        Err(e) => Some(Err(anyhow::anyhow!("{e}"))),
+        Ok(job) => {
+            #[cfg(feature = "failpoints")]
+            crate::db::run_blocking(|| fail::fail_point!("jobs::execute")).await;
+            let run = handler(st.clone(), job.clone());
+            let grace = st.cfg.shutdown_grace;
+            tokio::select! {
+                r = run => Some(r),
+                () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => None,
+            }
+        }
+    };
+    let now = st.clock.now();
+    let id = claimed.id;
+    match result {
+        Some(Ok(())) => {
+            st.db.write(move |tx| complete(tx, id, now)).await?;
+            tracing::debug!("job done");
+        }
+        Some(Err(e)) => {
+            let msg = format!("{e:#}");
+            tracing::warn!(error = %msg, "job attempt failed");
+            st.db.write(move |tx| fail(tx, &claimed, &msg, now)).await?;
+        }
+        None => {
+            tracing::info!("shutting down: job released for the next start");
+            st.db.write(move |tx| release(tx, id, now)).await?;
+        }
+    }
+    Ok(Outcome::Ran)
+}
+
+/// One worker: claims and runs jobs until `shutdown`, sleeping when the queue is empty until
+/// a commit enqueues a job (or `IDLE_POLL` passes, for jobs scheduled in the future).
+pub async fn work(st: AppState, shutdown: CancellationToken) {
+    let wake = st.db.jobs_ready().clone();
+    while !shutdown.is_cancelled() {
+        let notified = wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable(); // register before looking, so no wake-up is missed
+        match run_once_with(&st, &shutdown, super::scheduler::execute).await {
+            Ok(Outcome::Ran) => {}
+            Ok(Outcome::Empty) => {
+                tokio::select! {
+                    () = &mut notified => {}
+                    () = tokio::time::sleep(IDLE_POLL) => {}
+                    () = shutdown.cancelled() => {}
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = ?e, "job worker could not reach the queue");
+                tokio::time::sleep(IDLE_POLL).await;
+            }
+        }
+    }
+}

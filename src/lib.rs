@@ -1,0 +1,119 @@
+//! merchant-admin: the library behind the binary. [`app`] builds the HTTP service and
+//! [`serve`] runs it with the job workers and the scheduler until shutdown, so tests start
+//! exactly what production runs.
+
+pub mod auth;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod db;
+pub mod http;
+pub mod ids;
+pub mod jobs;
+pub mod setup;
+pub mod state;
+pub mod system;
+pub mod time;
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::middleware::from_fn_with_state;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower::Layer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::http::openapi::ApiDoc;
+use crate::http::versioning::{self, PREFIX};
+pub use crate::state::AppState;
+
+/// Every routed path and the OpenAPI document describing them. Each area contributes its
+/// `routes()`; paths are relative to `/v1`, except `root` ones.
+pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (v1, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(system::routes())
+        .split_for_parts();
+    let (root, root_doc) = OpenApiRouter::new()
+        .merge(system::root_routes())
+        .split_for_parts();
+    http::openapi::merge_root_paths(&mut doc, root_doc);
+    (Router::new().nest(PREFIX, v1).merge(root), doc)
+}
+
+/// The API's routes, with the OpenAPI document stored in the state for serving.
+pub fn routes(st: &AppState) -> Router<AppState> {
+    let (router, doc) = api();
+    let json = doc.to_json().expect("the OpenAPI document serializes");
+    let _ = st.openapi_json.set(Bytes::from(json));
+    router
+}
+
+/// `routes` with every shared layer and the fallbacks, before path versioning.
+pub fn app(st: &AppState, routes: Router<AppState>) -> Router {
+    http::apply_layers(routes, st).with_state(st.clone())
+}
+
+/// Runs the API on `listener`, the job workers and the scheduler, until `shutdown`
+/// completes; then stops accepting, lets in-flight requests and running jobs finish (up to
+/// the grace period) and returns.
+pub async fn serve(
+    st: AppState,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let router = routes(&st);
+    serve_routes(st, router, listener, shutdown).await
+}
+
+/// [`serve`] with the routes given: tests add probe routes to the real ones, so the shared
+/// layers are exercised over real HTTP exactly as production runs them.
+pub async fn serve_routes(
+    st: AppState,
+    routes: Router<AppState>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let _lock = db::backup::lock_data_dir(&st.cfg.data_dir)?;
+    let token = CancellationToken::new();
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..st.cfg.workers {
+        tasks.spawn(jobs::worker::work(st.clone(), token.clone()));
+    }
+    tasks.spawn(jobs::scheduler::run(st.clone(), token.clone()));
+
+    let service = from_fn_with_state(st.clone(), versioning::versioning).layer(app(&st, routes));
+    let stop = token.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        stop.cancel();
+    });
+    tracing::info!(addr = %listener.local_addr()?, "listening");
+    let server =
+        axum::serve(
+            listener,
+            axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+                SocketAddr,
+            >(service),
+        )
+        .with_graceful_shutdown(token.clone().cancelled_owned());
+    let grace = st.cfg.shutdown_grace;
+    let server = tokio::spawn(server.into_future());
+    token.cancelled().await;
+    // Give in-flight requests and jobs the grace period; then stop regardless.
+    let drain = async {
+        let served = server.await;
+        while tasks.join_next().await.is_some() {}
+        served
+    };
+    match tokio::time::timeout(grace + std::time::Duration::from_secs(1), drain).await {
+        Ok(served) => served??,
+        Err(_) => tracing::warn!("shutdown grace period over; exiting with work in flight"),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}

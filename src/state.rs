@@ -1,0 +1,57 @@
+//! The application state every handler, worker and test shares. `Clone` over `Arc`s; no
+//! global statics (STYLE 10).
+
+use std::sync::{Arc, OnceLock};
+
+use anyhow::Context;
+use axum::body::Bytes;
+
+use crate::clock::SharedClock;
+use crate::config::Config;
+use crate::db::Db;
+use crate::http::page::CursorKey;
+use crate::http::rate_limit::RateLimits;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub cfg: Arc<Config>,
+    pub clock: SharedClock,
+    pub cursor_key: CursorKey,
+    pub limits: Arc<RateLimits>,
+    /// The serialized OpenAPI document, set once the router is built.
+    pub openapi_json: Arc<OnceLock<Bytes>>,
+}
+
+impl AppState {
+    /// Creates the data directory if needed, opens (and migrates) the database and loads the
+    /// server's keys.
+    pub fn open(cfg: Config, clock: SharedClock) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&cfg.data_dir)
+            .with_context(|| format!("creating data directory {}", cfg.data_dir.display()))?;
+        let db = Db::open(&cfg.db_path())
+            .with_context(|| format!("opening {}", cfg.db_path().display()))?;
+        let key: Vec<u8> = db
+            .read_blocking(|c| {
+                Ok(c.query_row(
+                    "SELECT key FROM server_keys WHERE name = 'cursor'",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
+            .map_err(|e| anyhow::anyhow!("reading the server keys: {e:?}"))?;
+        let limits = RateLimits::new(
+            cfg.rate_limit_authenticated,
+            cfg.rate_limit_anonymous,
+            clock.clone(),
+        );
+        Ok(Self {
+            db,
+            cfg: Arc::new(cfg),
+            clock,
+            cursor_key: CursorKey::new(key),
+            limits: Arc::new(limits),
+            openapi_json: Arc::new(OnceLock::new()),
+        })
+    }
+}

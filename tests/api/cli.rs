@@ -1,0 +1,334 @@
+//! The binary's subcommands, run as a user would run them.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde_json::{Value, json};
+
+use crate::helpers::spawn_app;
+
+const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
+
+fn run(args: &[&str], data_dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .stdin(Stdio::null())
+        .env_remove("MERCHANT_ADMIN_LOG")
+        .output()
+        .expect("run merchant-admin")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn count(db: &Path, table: &str) -> i64 {
+    let c = Connection::open(db).unwrap();
+    c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+        .unwrap()
+}
+
+fn setup_args(email: &str, demo: bool) -> Vec<&str> {
+    let mut a = vec![
+        "setup",
+        "--email",
+        email,
+        "--password",
+        "s3cret-enough",
+        "--org-name",
+        "Loja da Ana",
+        "--store-name",
+        "Loja Centro",
+    ];
+    if demo {
+        a.push("--demo");
+    }
+    a
+}
+
+#[test]
+fn setup_prints_one_json_object_and_refuses_a_second_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&setup_args("Ana@Example.com ", false), dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.trim().lines().count(), 1, "exactly one line: {text}");
+    let v: Value = serde_json::from_str(text.trim()).unwrap();
+    let obj = v.as_object().unwrap();
+    assert_eq!(obj.len(), 3, "{v}");
+    for k in ["user_id", "tenant_id", "store_id"] {
+        uuid::Uuid::parse_str(v[k].as_str().unwrap()).unwrap();
+    }
+
+    let db = dir.path().join("merchant-admin.db");
+    let c = Connection::open(&db).unwrap();
+    let (email, hash): (String, String) = c
+        .query_row("SELECT email, password_hash FROM users", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(email, "ana@example.com");
+    assert!(hash.starts_with("$argon2id$"), "{hash}");
+    let role: String = c
+        .query_row(
+            "SELECT role FROM store_members WHERE user_id = ?1",
+            [v["user_id"].as_str().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(role, "owner");
+    let slug: String = c
+        .query_row("SELECT slug FROM tenants", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(slug, "loja-da-ana");
+    drop(c);
+
+    let before: Vec<i64> = ["users", "tenants", "stores", "store_members"]
+        .iter()
+        .map(|t| count(&db, t))
+        .collect();
+    let again = run(&setup_args("ana@example.com", false), dir.path());
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
+    assert!(stdout(&again).is_empty());
+    let after: Vec<i64> = ["users", "tenants", "stores", "store_members"]
+        .iter()
+        .map(|t| count(&db, t))
+        .collect();
+    assert_eq!(before, after, "a failed setup changes nothing");
+}
+
+#[test]
+fn setup_validates_input_and_needs_values_without_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "setup",
+            "--email",
+            "a@example.com",
+            "--password",
+            "short",
+            "--org-name",
+            "O",
+            "--store-name",
+            "S",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("password"), "{}", stderr(&out));
+
+    let out = run(
+        &[
+            "setup",
+            "--password",
+            "long enough",
+            "--org-name",
+            "O",
+            "--store-name",
+            "S",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--email"), "{}", stderr(&out));
+}
+
+#[test]
+fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(setup_args("owner@example.com", true))
+        .env("MERCHANT_ADMIN_DATA_DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let db = dir.path().join("merchant-admin.db");
+    assert!(count(&db, "users") > 1, "demo adds people");
+    assert!(count(&db, "store_members") > 1);
+}
+
+#[test]
+fn version_and_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = Command::new(BIN).arg("version").output().unwrap();
+    assert!(v.status.success());
+    assert!(stdout(&v).starts_with("merchant-admin "), "{}", stdout(&v));
+
+    let out = run(&["migrate"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("schema version"));
+    let again = run(&["migrate"], dir.path());
+    assert!(again.status.success(), "migrate is repeatable");
+}
+
+#[test]
+fn a_database_from_a_newer_release_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(run(&["migrate"], dir.path()).status.success());
+    let db = dir.path().join("merchant-admin.db");
+    let c = Connection::open(&db).unwrap();
+    c.execute(
+        "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (999, 'future', '2030-01-01', '0')",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    for args in [&["migrate"][..], &["serve", "--addr", "127.0.0.1:0"][..]] {
+        let out = run(args, dir.path());
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr(&out).contains("newer release"), "{}", stderr(&out));
+    }
+    assert_eq!(count(&db, "refinery_schema_history"), 2);
+}
+
+#[tokio::test]
+async fn backup_while_serving_and_writing_passes_integrity_check() {
+    let app = spawn_app().await;
+    app.seed_owner("owner@example.com", "Backed Up").await;
+
+    // A stream of writes over HTTP (each stores an idempotency record) while the backup runs.
+    let writer = {
+        let (client, url) = (app.client.clone(), app.url("/v1/test/echo"));
+        tokio::spawn(async move {
+            let mut n = 0u32;
+            loop {
+                let r = client
+                    .post(&url)
+                    .header("idempotency-key", format!("w{n}"))
+                    .json(&json!({"name": "w", "count": n}))
+                    .send()
+                    .await;
+                if r.is_err() {
+                    break n;
+                }
+                n += 1;
+                if n == 400 {
+                    break n;
+                }
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let dest = app.data_dir.path().join("copy.db");
+    let (dir, d2) = (app.data_dir.path().to_path_buf(), dest.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .arg("backup")
+            .arg(&d2)
+            .arg("--data-dir")
+            .arg(&dir)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let written = writer.await.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("bytes") && said.contains("ms") && said.contains("integrity check ok"),
+        "{said}"
+    );
+    assert!(written > 0);
+
+    let c = Connection::open(&dest).unwrap();
+    let check: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    let users: i64 = c
+        .query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(users, 1);
+    let keys: i64 = c
+        .query_row("SELECT COUNT(*) FROM idempotency_keys", [], |r| r.get(0))
+        .unwrap();
+    assert!(keys <= i64::from(written));
+
+    // An existing file or an unwritable place is a clear failure.
+    let again = run(&["backup", dest.to_str().unwrap()], app.data_dir.path());
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
+    let nowhere = run(
+        &["backup", "/nonexistent-dir/x/copy.db"],
+        app.data_dir.path(),
+    );
+    assert!(!nowhere.status.success());
+    assert!(
+        stderr(&nowhere).contains("writing the copy"),
+        "{}",
+        stderr(&nowhere)
+    );
+    assert!(!Path::new("/nonexistent-dir/x/copy.db").exists());
+}
+
+#[tokio::test]
+async fn restore_is_refused_while_serving_and_keeps_the_replaced_database() {
+    let app = spawn_app().await;
+    app.seed_owner("first@example.com", "First").await;
+    let backup = app.data_dir.path().join("b.db");
+    let out = run(&["backup", backup.to_str().unwrap()], app.data_dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    app.seed_owner("second@example.com", "Second").await;
+
+    let refused = run(&["restore", backup.to_str().unwrap()], app.data_dir.path());
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("server is using"),
+        "{}",
+        stderr(&refused)
+    );
+
+    // Stop the server, keeping its data directory.
+    let (stopped, dir) = app.stop().await;
+    stopped.unwrap();
+    let app_dir = dir.path().to_path_buf();
+
+    let garbage = app_dir.join("garbage.db");
+    std::fs::write(&garbage, b"this is not sqlite").unwrap();
+    let bad = run(&["restore", garbage.to_str().unwrap()], &app_dir);
+    assert!(!bad.status.success(), "an unreadable file is refused");
+
+    let ok = run(&["restore", backup.to_str().unwrap()], &app_dir);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(stdout(&ok).contains("kept at"), "{}", stdout(&ok));
+    let db = app_dir.join("merchant-admin.db");
+    let c = Connection::open(&db).unwrap();
+    let emails: Vec<String> = c
+        .prepare("SELECT email FROM users")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(emails, vec!["first@example.com".to_string()]);
+    let kept: Vec<_> = std::fs::read_dir(&app_dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains("replaced-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "the replaced database stays beside it");
+    let old = Connection::open(kept[0].path()).unwrap();
+    let n: i64 = old
+        .query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
+}

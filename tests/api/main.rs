@@ -1,0 +1,10 @@
+//! The integration tests: one binary, a module per area (STYLE 12).
+
+mod cli;
+mod conventions;
+mod helpers;
+mod idempotency;
+mod jobs;
+mod openapi;
+mod paging;
+mod rate_limit;

@@ -1,0 +1,92 @@
+//! The OpenAPI document is generated from the code and covers every routed path.
+
+use std::collections::BTreeSet;
+
+use crate::helpers::spawn_app;
+
+/// The paths axum actually routes, read from the router's own description of itself.
+fn routed_paths() -> BTreeSet<String> {
+    let (router, _) = merchant_admin::api();
+    let debug = format!("{router:?}");
+    let mut paths = BTreeSet::new();
+    // The router lists `RouteId(n): "/path"` for each registered path.
+    for part in debug.split("RouteId(").skip(1) {
+        if let Some((_, rest)) = part.split_once("): \"")
+            && let Some((path, _)) = rest.split_once('"')
+            // axum adds catch-all routes of its own for nested routers' fallbacks.
+            && !path.contains("__private__axum")
+            && path != "/"
+        {
+            paths.insert(path.to_string());
+        }
+    }
+    assert!(!paths.is_empty(), "could not read the routes from {debug}");
+    paths
+}
+
+#[tokio::test]
+async fn every_routed_path_is_documented_and_every_documented_path_is_routed() {
+    let app = spawn_app().await;
+    let r = app.get("/v1/openapi/admin.json").await;
+    r.expect(200);
+    let doc = &r.body;
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(
+        doc["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["url"] == "/v1"),
+        "servers include /v1: {}",
+        doc["servers"]
+    );
+
+    let documented: BTreeSet<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(path, item)| {
+            // Root paths carry their own server; the rest are relative to /v1.
+            let at_root = item["servers"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["url"] == "/"));
+            if at_root {
+                path.clone()
+            } else {
+                format!("/v1{path}")
+            }
+        })
+        .collect();
+    let routed = routed_paths();
+    let undocumented: Vec<_> = routed.difference(&documented).collect();
+    let unrouted: Vec<_> = documented.difference(&routed).collect();
+    assert!(
+        undocumented.is_empty(),
+        "routed but missing from the OpenAPI document: {undocumented:?}"
+    );
+    assert!(
+        unrouted.is_empty(),
+        "documented but not routed: {unrouted:?}"
+    );
+    assert!(routed.contains("/v1/openapi/admin.json") && routed.contains("/healthz"));
+}
+
+#[tokio::test]
+async fn the_document_describes_the_error_shape() {
+    let app = spawn_app().await;
+    let doc = app.get("/v1/openapi/admin.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    assert!(
+        schemas["ErrorBody"]["properties"]["code"].is_object(),
+        "{schemas}"
+    );
+    let codes = schemas["ErrorCode"]["enum"].as_array().unwrap();
+    for code in [
+        "validation_failed",
+        "route_not_found",
+        "rate_limited",
+        "idempotency_key_reused",
+    ] {
+        assert!(codes.iter().any(|c| c == code), "{code} missing");
+    }
+}
