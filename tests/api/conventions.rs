@@ -312,3 +312,80 @@ async fn shutdown_lets_an_in_flight_request_finish() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn fuzzed_bodies_and_queries_never_get_a_server_error() {
+    use rand::{Rng, SeedableRng};
+    let app = spawn_app_with_high_limits().await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+    let seeds: [&[u8]; 3] = [
+        br#"{"name":"ana","count":3,"colour":"green","nested":{"size":-4}}"#,
+        br#"{"name":"","count":0}"#,
+        br#"[{"name":1e400,"count":18446744073709551616}]"#,
+    ];
+    let alphabet = b"{}[]\",:0123456789-+.eEtrufalsn \\u\x00\xff\xc3";
+    let mut created = 0;
+    for i in 0..300 {
+        let mut body = seeds[i % seeds.len()].to_vec();
+        for _ in 0..rng.random_range(1..6) {
+            let at = rng.random_range(0..=body.len());
+            match rng.random_range(0..3) {
+                0 if at < body.len() => {
+                    body.remove(at);
+                }
+                1 => body.insert(at, alphabet[rng.random_range(0..alphabet.len())]),
+                _ if at < body.len() => body[at] = alphabet[rng.random_range(0..alphabet.len())],
+                _ => {}
+            }
+        }
+        let r = app
+            .send(
+                app.client
+                    .post(app.url("/v1/test/echo"))
+                    .header("content-type", "application/json")
+                    .body(body.clone()),
+            )
+            .await;
+        match r.status.as_u16() {
+            201 => created += 1,
+            400 => assert_eq!(r.body["code"], "bad_request", "{}", r.text),
+            422 => assert_eq!(r.body["code"], "validation_failed", "{}", r.text),
+            other => panic!(
+                "{other} for {:?}: {}",
+                String::from_utf8_lossy(&body),
+                r.text
+            ),
+        }
+    }
+    assert_eq!(
+        app.calls(),
+        created,
+        "only accepted bodies reached the handler"
+    );
+
+    for q in [
+        "limit=%00",
+        "limit=1&limit=500",
+        "cursor=%FF%FE",
+        "offset=1e3",
+        "name_prefix=%",
+        "&&==&",
+        "limit",
+    ] {
+        let r = app.get(&format!("/v1/test/tenants?{q}")).await;
+        assert!(
+            r.status.is_success() || r.status.is_client_error(),
+            "{q}: {}",
+            r.text
+        );
+        assert!(
+            r.status.is_success() || r.body["code"].is_string(),
+            "{q}: {}",
+            r.text
+        );
+    }
+}
+
+async fn spawn_app_with_high_limits() -> crate::helpers::TestApp {
+    crate::helpers::spawn_app_with(|c| c.rate_limit_anonymous = 100_000).await
+}

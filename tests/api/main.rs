@@ -7,4 +7,5 @@ mod idempotency;
 mod jobs;
 mod openapi;
 mod paging;
+mod process;
 mod rate_limit;

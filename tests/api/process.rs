@@ -1,0 +1,205 @@
+//! The real binary as an operator runs it: graceful SIGTERM, log lines, crash recovery.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
+
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub logs: Arc<Mutex<Vec<String>>>,
+}
+
+/// Starts `merchant-admin serve` on an ephemeral port with JSON logs and waits for its
+/// "listening" line (which carries the port).
+pub fn start(data_dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .envs(envs.iter().copied())
+        .env("MERCHANT_ADMIN_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start merchant-admin");
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = mpsc::channel();
+    let (stderr, sink) = (child.stderr.take().unwrap(), logs.clone());
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && v["fields"]["message"] == "listening"
+            {
+                let _ = tx.send(v["fields"]["addr"].as_str().unwrap_or_default().to_string());
+            }
+            sink.lock().unwrap().push(line);
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("server did not start: {:?}", logs.lock().unwrap()));
+    Server {
+        child,
+        addr: addr.parse().unwrap(),
+        logs,
+    }
+}
+
+impl Server {
+    pub fn sigterm(&mut self) -> std::process::ExitStatus {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        wait_exit(&mut self.child, Duration::from_secs(30))
+    }
+
+    pub fn log_lines(&self) -> Vec<Value> {
+        self.logs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(start.elapsed() < limit, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Polls `check` until it returns true (bounded; this waits, it does not time anything).
+pub fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn sigterm_exits_zero_and_logs_one_line_per_request_without_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path(), &[], &[]);
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let base = format!("http://{}", server.addr);
+    let secret = "svc_st_s3cr3tT0k3nValueThatMustNeverBeLogged00000";
+    let r = client
+        .get(format!("{base}/v1/openapi/admin.json"))
+        .bearer_auth(secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let trace_id = r.headers()["x-trace-id"].to_str().unwrap().to_string();
+    let r = client
+        .post(format!("{base}/v1/nope?code=123456"))
+        .header("content-type", "application/json")
+        .body(r#"{"password":"hunter2-the-password"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+
+    let status = server.sigterm();
+    assert_eq!(status.code(), Some(0), "graceful exit");
+
+    let lines = server.log_lines();
+    let requests: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["fields"]["message"] == "request")
+        .collect();
+    assert_eq!(requests.len(), 2, "one line per request: {lines:#?}");
+    let first = requests[0];
+    assert_eq!(first["fields"]["trace_id"], trace_id.as_str());
+    assert_eq!(first["fields"]["method"], "GET");
+    assert_eq!(first["fields"]["route"], "/v1/openapi/admin.json");
+    assert_eq!(first["fields"]["status"], 200);
+    assert!(first["fields"]["duration_ms"].is_number());
+    assert_eq!(requests[1]["fields"]["status"], 404);
+
+    let all = server.logs.lock().unwrap().join("\n");
+    for s in [secret, "hunter2", "123456"] {
+        assert!(!all.contains(s), "{s} leaked into the logs");
+    }
+    assert!(lines.iter().any(|l| l["fields"]["message"] == "stopped"));
+}
+
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_job_held_by_a_killed_server_finishes_after_restart() {
+    use merchant_admin::db::Db;
+    use merchant_admin::jobs::{self, Job};
+    use rusqlite::Connection;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = merchant_admin::db::db_path(dir.path());
+    {
+        let db = Db::open(&db_path).unwrap();
+        db.write_blocking(|tx| jobs::enqueue(tx, &Job::Cleanup, chrono::Utc::now()).map(|_| ()))
+            .unwrap();
+    }
+    let job = || -> (String, i64) {
+        let c = Connection::open(&db_path).unwrap();
+        c.query_row("SELECT state, attempts FROM jobs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap()
+    };
+
+    // The first server takes the job and is stuck inside it (a fail point sleeps) when it
+    // is killed with SIGKILL: no chance to release anything.
+    let mut first = start(
+        dir.path(),
+        &["--workers", "1", "--job-lease-secs", "2"],
+        &[("FAILPOINTS", "jobs::execute=sleep(60000)")],
+    );
+    wait_for("the job to be claimed", Duration::from_secs(20), || {
+        job() == ("running".into(), 1)
+    });
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert_eq!(
+        job(),
+        ("running".into(), 1),
+        "the killed process still holds the lease"
+    );
+
+    // After a restart the lease runs out and the job is taken again and finished.
+    let mut second = start(
+        dir.path(),
+        &["--workers", "1", "--job-lease-secs", "2"],
+        &[],
+    );
+    wait_for("the job to finish", Duration::from_secs(30), || {
+        job().0 == "done"
+    });
+    assert_eq!(job(), ("done".into(), 2));
+    assert_eq!(second.sigterm().code(), Some(0));
+}
