@@ -63,6 +63,7 @@ CREATE TABLE idempotency_keys (
     scope            TEXT NOT NULL,     -- 'cred:<credential id>' or 'anon:<client address>'
     key              TEXT NOT NULL,
     request_hash     BLOB NOT NULL,     -- sha256 of method, path and body
+    lock_token       TEXT NOT NULL,     -- which request owns the start marker
     status           INTEGER,
     response_headers TEXT,              -- JSON array of [name, value]
     response_body    BLOB,

@@ -3,6 +3,8 @@
 //! Invariants:
 //! - A POST with `Idempotency-Key` is remembered for 24 h per (credential, key); anonymous
 //!   callers are scoped by client address, so one caller's key never replays to another.
+//! - The handler runs in its own task: a client that disconnects cannot stop it between its
+//!   commit and the stored response, so the retry replays instead of running it again.
 //! - The first request writes a start marker; a duplicate while it runs is 409
 //!   `idempotency_request_in_progress` (the single writer serializes the markers, so exactly
 //!   one of two racing requests runs).
@@ -20,6 +22,8 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header}
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
+use futures_util::{StreamExt, stream};
+use http_body_util::BodyExt;
 use rusqlite::{OptionalExtension, Transaction, params};
 use sha2::{Digest, Sha256};
 
@@ -44,7 +48,8 @@ const SKIPPED_HEADERS: [HeaderName; 3] = [
 ];
 
 enum Begin {
-    Started,
+    /// This request owns the marker, identified by its lock token.
+    Started(String),
     InProgress,
     Mismatch,
     Replay(Stored),
@@ -86,8 +91,11 @@ pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -
         ),
     };
     let (parts, body) = req.into_parts();
-    let Ok(bytes) = to_bytes(body, MAX_BODY).await else {
-        return AppError::payload_too_large().into_response();
+    let bytes = match buffer(body).await {
+        Ok(Buffered::Whole(b)) => b,
+        // Too big to fingerprint: the key is ignored and the endpoint's own limit decides.
+        Ok(Buffered::TooLarge(body)) => return next.run(Request::from_parts(parts, body)).await,
+        Err(e) => return e.into_response(),
     };
     let hash = fingerprint(
         &parts.method,
@@ -116,19 +124,50 @@ pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -
         )
         .into_response(),
         Ok(Begin::Replay(stored)) => replay(stored),
-        Ok(Begin::Started) => {
-            let mut guard = Marker {
+        Ok(Begin::Started(token)) => {
+            let guard = Marker {
                 st: st.clone(),
                 scope,
                 key,
+                token,
                 armed: true,
             };
-            let res = next
-                .run(Request::from_parts(parts, Body::from(bytes)))
-                .await;
-            finish(&mut guard, res).await
+            let req = Request::from_parts(parts, Body::from(bytes));
+            let run = tokio::spawn(async move {
+                let mut guard = guard;
+                let res = next.run(req).await;
+                finish(&mut guard, res).await
+            });
+            run.await.unwrap_or_else(|e| {
+                AppError::internal(anyhow::anyhow!("idempotent request task: {e}")).into_response()
+            })
         }
     }
+}
+
+enum Buffered {
+    Whole(Bytes),
+    TooLarge(Body),
+}
+
+/// Reads up to `MAX_BODY` bytes; past that, hands back a body that replays what was read
+/// followed by the rest, untouched.
+async fn buffer(mut body: Body) -> Result<Buffered, AppError> {
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|_| AppError::bad_request("the request body could not be read"))?;
+        if let Ok(data) = frame.into_data() {
+            buf.extend_from_slice(&data);
+            if buf.len() > MAX_BODY {
+                let head = stream::once(async move { Ok::<_, axum::Error>(Bytes::from(buf)) });
+                return Ok(Buffered::TooLarge(Body::from_stream(
+                    head.chain(body.into_data_stream()),
+                )));
+            }
+        }
+    }
+    Ok(Buffered::Whole(Bytes::from(buf)))
 }
 
 /// Removes the start marker if the request ends without storing a response (an error, a
@@ -137,6 +176,7 @@ struct Marker {
     st: AppState,
     scope: String,
     key: String,
+    token: String,
     armed: bool,
 }
 
@@ -146,14 +186,16 @@ impl Drop for Marker {
             return;
         }
         let (db, scope, key) = (self.st.db.clone(), self.scope.clone(), self.key.clone());
+        let token = self.token.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 let res = db
                     .write(move |tx| {
                         tx.execute(
                             "DELETE FROM idempotency_keys
-                             WHERE scope = ?1 AND key = ?2 AND status IS NULL",
-                            params![scope, key],
+                             WHERE scope = ?1 AND key = ?2 AND lock_token = ?3
+                               AND status IS NULL",
+                            params![scope, key, token],
                         )?;
                         Ok(())
                     })
@@ -190,22 +232,25 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
         .collect();
     let status = parts.status.as_u16();
     let (scope, key, stored_body) = (guard.scope.clone(), guard.key.clone(), body.to_vec());
+    let token = guard.token.clone();
     let headers_json = serde_json::to_string(&headers).unwrap_or_else(|_| "[]".into());
     let saved = guard
         .st
         .db
         .write(move |tx| {
-            tx.execute(
+            // Only the owner of the marker stores its response.
+            let n = tx.execute(
                 "UPDATE idempotency_keys
-                 SET status = ?3, response_headers = ?4, response_body = ?5
-                 WHERE scope = ?1 AND key = ?2",
-                params![scope, key, status, headers_json, stored_body],
+                 SET status = ?4, response_headers = ?5, response_body = ?6
+                 WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND status IS NULL",
+                params![scope, key, token, status, headers_json, stored_body],
             )?;
-            Ok(())
+            Ok(n == 1)
         })
         .await;
     match saved {
-        Ok(()) => guard.armed = false,
+        Ok(true) => guard.armed = false,
+        Ok(false) => tracing::warn!("idempotency marker was taken over; response not stored"),
         Err(e) => tracing::warn!(error = %e, "could not store an idempotent response"),
     }
     Response::from_parts(parts, Body::from(body))
@@ -238,12 +283,14 @@ fn begin(
         .optional()?;
     let now_s = time::format(now);
     let start = |tx: &Transaction<'_>| -> Result<Begin, AppError> {
+        let token = uuid::Uuid::new_v4().to_string();
         tx.execute(
-            "INSERT OR REPLACE INTO idempotency_keys (scope, key, request_hash, created_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![scope, key, hash, now_s, time::format(now + ttl)],
+            "INSERT OR REPLACE INTO idempotency_keys
+                 (scope, key, request_hash, lock_token, created_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![scope, key, hash, token, now_s, time::format(now + ttl)],
         )?;
-        Ok(Begin::Started)
+        Ok(Begin::Started(token))
     };
     let Some((stored_hash, status, headers, body, created_at, expires_at)) = row else {
         return start(tx);

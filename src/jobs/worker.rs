@@ -91,13 +91,31 @@ pub fn claim(
     }
 }
 
-fn complete(tx: &Transaction<'_>, id: JobId, now: DateTime<Utc>) -> Result<(), AppError> {
-    tx.execute(
-        "UPDATE jobs SET state = 'done', lease_until = NULL, last_error = NULL, updated_at = ?2
-         WHERE id = ?1",
-        params![id, time::format(now)],
+// Every statement that settles a job names the claim it belongs to (`attempts` is bumped by
+// each claim), so a worker whose lease was taken over can no longer touch the job.
+
+fn complete(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
+    let n = tx.execute(
+        "UPDATE jobs SET state = 'done', lease_until = NULL, last_error = NULL, updated_at = ?3
+         WHERE id = ?1 AND attempts = ?2 AND state = 'running'",
+        params![c.id, c.attempts, time::format(now)],
     )?;
-    Ok(())
+    Ok(n == 1)
+}
+
+/// Extends the lease of a job that is still running; false when the claim was lost.
+pub fn renew(
+    tx: &Transaction<'_>,
+    (id, attempts): (JobId, u32),
+    now: DateTime<Utc>,
+    lease: Duration,
+) -> Result<bool, AppError> {
+    let until = now + chrono::Duration::from_std(lease).unwrap_or_default();
+    let n = tx.execute(
+        "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND attempts = ?2 AND state = 'running'",
+        params![id, attempts, time::format(until)],
+    )?;
+    Ok(n == 1)
 }
 
 fn fail(
@@ -105,7 +123,7 @@ fn fail(
     c: &Claimed,
     error: &str,
     now: DateTime<Utc>,
-) -> Result<(), AppError> {
+) -> Result<bool, AppError> {
     let retry = c.attempts < c.max_attempts;
     let (state, run_at) = match (&c.job, retry) {
         (Ok(job), true) => {
@@ -114,24 +132,31 @@ fn fail(
         }
         _ => ("dead", now),
     };
-    tx.execute(
-        "UPDATE jobs SET state = ?2, run_at = ?3, lease_until = NULL, last_error = ?4,
-                         updated_at = ?5
-         WHERE id = ?1",
-        params![c.id, state, time::format(run_at), error, time::format(now)],
+    let n = tx.execute(
+        "UPDATE jobs SET state = ?3, run_at = ?4, lease_until = NULL, last_error = ?5,
+                         updated_at = ?6
+         WHERE id = ?1 AND attempts = ?2 AND state = 'running'",
+        params![
+            c.id,
+            c.attempts,
+            state,
+            time::format(run_at),
+            error,
+            time::format(now)
+        ],
     )?;
-    Ok(())
+    Ok(n == 1)
 }
 
 /// Puts a job back without counting the attempt (shutdown came before it finished).
-fn release(tx: &Transaction<'_>, id: JobId, now: DateTime<Utc>) -> Result<(), AppError> {
-    tx.execute(
+fn release(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
+    let n = tx.execute(
         "UPDATE jobs SET state = 'queued', lease_until = NULL, attempts = attempts - 1,
-                         run_at = ?2, updated_at = ?2
-         WHERE id = ?1 AND state = 'running'",
-        params![id, time::format(now)],
+                         run_at = ?3, updated_at = ?3
+         WHERE id = ?1 AND attempts = ?2 AND state = 'running'",
+        params![c.id, c.attempts, time::format(now)],
     )?;
-    Ok(())
+    Ok(n == 1)
 }
 
 /// Runs one due job with the real handlers, if there is one. Tests call this to drain the
@@ -180,28 +205,58 @@ where
             let grace = st.cfg.shutdown_grace;
             tokio::select! {
                 r = run => Some(r),
+                () = keep_lease(st, &claimed) => Some(Err(anyhow::anyhow!("lost the job's lease"))),
                 () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => None,
             }
         }
     };
     let now = st.clock.now();
-    let id = claimed.id;
-    match result {
-        Some(Ok(())) => {
-            st.db.write(move |tx| complete(tx, id, now)).await?;
-            tracing::debug!("job done");
-        }
+    let (settled, what) = match result {
+        Some(Ok(())) => (
+            st.db.write(move |tx| complete(tx, &claimed, now)).await?,
+            "done",
+        ),
         Some(Err(e)) => {
             let msg = format!("{e:#}");
             tracing::warn!(error = %msg, "job attempt failed");
-            st.db.write(move |tx| fail(tx, &claimed, &msg, now)).await?;
+            (
+                st.db.write(move |tx| fail(tx, &claimed, &msg, now)).await?,
+                "failed",
+            )
         }
         None => {
             tracing::info!("shutting down: job released for the next start");
-            st.db.write(move |tx| release(tx, id, now)).await?;
+            (
+                st.db.write(move |tx| release(tx, &claimed, now)).await?,
+                "released",
+            )
         }
+    };
+    if settled {
+        tracing::debug!(outcome = what, "job settled");
+    } else {
+        tracing::warn!(
+            outcome = what,
+            "job was taken over by another worker; result dropped"
+        );
     }
     Ok(Outcome::Ran)
+}
+
+/// Renews the lease every third of its length while the job runs; returns only if the
+/// claim was lost (another worker took the job over), which stops this attempt.
+async fn keep_lease(st: &AppState, claimed: &Claimed) {
+    let lease = st.cfg.job_lease;
+    let claim = (claimed.id, claimed.attempts);
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        let now = st.clock.now();
+        match st.db.write(move |tx| renew(tx, claim, now, lease)).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => tracing::warn!(error = ?e, "could not renew a job lease"),
+        }
+    }
 }
 
 /// One worker: claims and runs jobs until `shutdown`, sleeping when the queue is empty until

@@ -219,3 +219,72 @@ async fn running_workers_pick_up_a_new_job_when_it_commits() {
     }
     panic!("no worker ran the job: {:?}", job_rows(&app).await);
 }
+
+#[tokio::test]
+async fn a_job_still_running_at_shutdown_is_released_without_using_an_attempt() {
+    let app = spawn_app_with(|c| {
+        c.workers = 0;
+        c.shutdown_grace = StdDuration::from_millis(50);
+    })
+    .await;
+    enqueue(&app, Job::Cleanup).await;
+    let shutdown = CancellationToken::new();
+    shutdown.cancel(); // shutdown has begun; the job will not finish within the grace
+    let stuck = |_: merchant_admin::AppState, _: Job| std::future::pending::<anyhow::Result<()>>();
+    let out = worker::run_once_with(&app.state, &shutdown, stuck)
+        .await
+        .unwrap();
+    assert_eq!(out, Outcome::Ran);
+    let row = &job_rows(&app).await[0];
+    assert_eq!((row.state.as_str(), row.attempts), ("queued", 0), "{row:?}");
+    // The next start takes it at once.
+    assert_eq!(worker::run_once(&app.state).await.unwrap(), Outcome::Ran);
+    assert_eq!(job_rows(&app).await[0].state, "done");
+}
+
+#[tokio::test]
+async fn a_worker_whose_lease_was_taken_over_cannot_settle_the_job() {
+    let app = quiet_app().await;
+    enqueue(&app, Job::Cleanup).await;
+    let lease = app.state.cfg.job_lease;
+    let now = app.clock_now();
+    let first = app
+        .state
+        .db
+        .write(move |tx| worker::claim(tx, now, lease))
+        .await
+        .unwrap()
+        .unwrap();
+    // The first worker stalls past its lease; a second one takes the job over.
+    app.clock
+        .advance(Duration::from_std(lease).unwrap() + Duration::seconds(1));
+    let now = app.clock_now();
+    let second = app
+        .state
+        .db
+        .write(move |tx| worker::claim(tx, now, lease))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((first.id, second.attempts), (second.id, 2));
+
+    // The stale claim can neither renew nor finish it.
+    let stale = (first.id, first.attempts);
+    let renewed = app
+        .state
+        .db
+        .write(move |tx| worker::renew(tx, stale, now, lease))
+        .await
+        .unwrap();
+    assert!(!renewed);
+    let current = (second.id, second.attempts);
+    let renewed = app
+        .state
+        .db
+        .write(move |tx| worker::renew(tx, current, now, lease))
+        .await
+        .unwrap();
+    assert!(renewed, "the live claim keeps its lease");
+    let row = &job_rows(&app).await[0];
+    assert_eq!((row.state.as_str(), row.attempts), ("running", 2));
+}

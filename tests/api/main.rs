@@ -5,6 +5,7 @@ mod conventions;
 mod helpers;
 mod idempotency;
 mod jobs;
+mod logging;
 mod openapi;
 mod paging;
 mod process;
