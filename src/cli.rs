@@ -109,7 +109,7 @@ pub struct ServeArgs {
     pub sunset_date: Option<String>,
 }
 
-#[derive(Debug, Clone, Args)]
+#[derive(Clone, Args)]
 pub struct SetupArgs {
     #[command(flatten)]
     pub data: DataDirArgs,
@@ -128,6 +128,19 @@ pub struct SetupArgs {
     /// Also seed realistic demo data for local development.
     #[arg(long, env = "MERCHANT_ADMIN_DEMO")]
     pub demo: bool,
+}
+
+impl std::fmt::Debug for SetupArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetupArgs")
+            .field("data", &self.data)
+            .field("email", &self.email)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("org_name", &self.org_name)
+            .field("store_name", &self.store_name)
+            .field("demo", &self.demo)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -24,6 +24,9 @@ pub struct Config {
     pub sunset_date: Option<DateTime<Utc>>,
     /// How long an `Idempotency-Key` is remembered (spec 8: 24 hours).
     pub idempotency_ttl: chrono::Duration,
+    /// Longest pause between two pieces of a request body before the read fails, so a
+    /// client that stops sending cannot hold a request open forever.
+    pub body_timeout: Duration,
 }
 
 impl Config {
@@ -43,6 +46,7 @@ impl Config {
             deprecation_date: DateTime::from_timestamp(1_790_640_000, 0).unwrap_or_default(),
             sunset_date: None,
             idempotency_ttl: chrono::Duration::hours(24),
+            body_timeout: Duration::from_secs(30),
         }
     }
 

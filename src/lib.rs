@@ -77,7 +77,6 @@ pub async fn serve_routes(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let _lock = db::backup::lock_data_dir(&st.cfg.data_dir)?;
     let token = CancellationToken::new();
 
     let mut tasks = tokio::task::JoinSet::new();

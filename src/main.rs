@@ -50,7 +50,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let cfg = Config::from_serve_args(&args)?;
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(async {
-                let st = AppState::open(cfg, Arc::new(SystemClock))?;
+                // Opening migrates the database: blocking work, kept off the async workers.
+                let st =
+                    tokio::task::spawn_blocking(move || AppState::open(cfg, Arc::new(SystemClock)))
+                        .await??;
                 let listener = tokio::net::TcpListener::bind(st.cfg.addr)
                     .await
                     .with_context(|| format!("binding {}", st.cfg.addr))?;

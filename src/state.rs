@@ -9,6 +9,7 @@ use axum::body::Bytes;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::db::Db;
+use crate::db::backup::{DataDirLock, lock_data_dir};
 use crate::http::page::CursorKey;
 use crate::http::rate_limit::RateLimits;
 
@@ -21,14 +22,17 @@ pub struct AppState {
     pub limits: Arc<RateLimits>,
     /// The serialized OpenAPI document, set once the router is built.
     pub openapi_json: Arc<OnceLock<Bytes>>,
+    /// Held while any part of the server runs, so `restore` cannot swap the file under it.
+    _lock: Arc<DataDirLock>,
 }
 
 impl AppState {
-    /// Creates the data directory if needed, opens (and migrates) the database and loads the
-    /// server's keys.
+    /// Creates the data directory if needed, takes its lock, opens (and migrates) the
+    /// database and loads the server's keys. Blocking: call it off the async runtime.
     pub fn open(cfg: Config, clock: SharedClock) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&cfg.data_dir)
             .with_context(|| format!("creating data directory {}", cfg.data_dir.display()))?;
+        let lock = lock_data_dir(&cfg.data_dir)?;
         let db = Db::open(&cfg.db_path())
             .with_context(|| format!("opening {}", cfg.db_path().display()))?;
         let key: Vec<u8> = db
@@ -52,6 +56,7 @@ impl AppState {
             cursor_key: CursorKey::new(key),
             limits: Arc::new(limits),
             openapi_json: Arc::new(OnceLock::new()),
+            _lock: Arc::new(lock),
         })
     }
 }

@@ -111,7 +111,8 @@ pub fn restore(data_dir: &Path, src: &Path) -> anyhow::Result<Option<PathBuf>> {
     }
 
     let live = db_path(data_dir);
-    // Copy next to the target first, so the swap itself is a rename.
+    // Copy next to the target first, so the swap itself is one atomic rename: at every
+    // moment there is a complete database at `live`, the old one or the new one.
     let staged = live.with_extension("db.restoring");
     fs::copy(src, &staged).with_context(|| format!("copying {}", src.display()))?;
 
@@ -121,11 +122,12 @@ pub fn restore(data_dir: &Path, src: &Path) -> anyhow::Result<Option<PathBuf>> {
         Connection::open(&live)?.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
         let aside = live.with_extension(format!("db.replaced-{stamp}"));
-        fs::rename(&live, &aside)?;
-        for ext in ["db-wal", "db-shm"] {
-            let _ = fs::remove_file(live.with_extension(ext));
-        }
+        fs::copy(&live, &aside).with_context(|| format!("keeping {}", aside.display()))?;
         kept = Some(aside);
+    }
+    // The (empty, checkpointed) WAL belongs to the old file; it must not meet the new one.
+    for ext in ["db-wal", "db-shm"] {
+        let _ = fs::remove_file(live.with_extension(ext));
     }
     fs::rename(&staged, &live)?;
     Ok(kept)

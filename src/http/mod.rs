@@ -1,8 +1,9 @@
 //! Cross-cutting HTTP (issue 2 §4): the layers every route gets, and the fallbacks.
 //! This module imports no domain module.
 //!
-//! Per-route layers, outermost first: `trace` (trace id, client address, the log line,
-//! header-size guard) → `rate_limit` → `idempotency` → catch-panic → handler. `versioning`
+//! Per-route layers, outermost first: `trace` (trace id, client address, the log line) →
+//! `rate_limit` → header-size guard → body read timeout → `idempotency` → catch-panic →
+//! handler. `versioning`
 //! wraps the whole router, because it rewrites paths before routing.
 
 pub mod error;
@@ -19,9 +20,10 @@ use std::any::Any;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
-use axum::middleware::from_fn_with_state;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use self::error::{AppError, ErrorCode};
 use crate::state::AppState;
@@ -36,6 +38,8 @@ pub fn apply_layers(router: Router<AppState>, st: &AppState) -> Router<AppState>
         .method_not_allowed_fallback(method_not_allowed)
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(from_fn_with_state(st.clone(), idempotency::idempotency))
+        .layer(RequestBodyTimeoutLayer::new(st.cfg.body_timeout))
+        .layer(from_fn(trace::limit_headers))
         .layer(from_fn_with_state(st.clone(), rate_limit::rate_limit))
         .layer(from_fn_with_state(st.clone(), trace::trace))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

@@ -100,12 +100,15 @@ impl RateLimits {
             }
             Err(not_until) => {
                 let quota = not_until.quota();
-                let wait = ceil_secs(not_until.wait_time_from(self.clock.now())).max(1);
+                let limit = quota.burst_size().get();
+                let wait = not_until.wait_time_from(self.clock.now());
+                // One cell comes back after `wait`, the rest one interval apart.
+                let full = wait + quota.replenish_interval() * (limit - 1);
                 Budget {
-                    limit: quota.burst_size().get(),
+                    limit,
                     remaining: 0,
-                    reset_secs: ceil_secs(quota.replenish_interval() * quota.burst_size().get()),
-                    retry_after_secs: Some(wait),
+                    reset_secs: ceil_secs(full),
+                    retry_after_secs: Some(ceil_secs(wait).max(1)),
                 }
             }
         }
@@ -145,4 +148,44 @@ pub async fn rate_limit(State(st): State<AppState>, req: Request, next: Next) ->
     };
     set_headers(res.headers_mut(), &budget);
     res
+}
+
+#[cfg(test)]
+mod tests {
+
+    use super::*;
+    use crate::clock::ManualClock;
+
+    #[test]
+    fn credentials_and_addresses_have_separate_budgets() {
+        let clock = ManualClock::new(chrono::Utc::now());
+        let limits = RateLimits::new(3, 1, clock.clone() as SharedClock);
+        let addr = IpAddr::from([192, 0, 2, 1]);
+        let (alice, bob) = (CredentialId("alice".into()), CredentialId("bob".into()));
+
+        assert!(limits.check(None, addr).retry_after_secs.is_none());
+        assert_eq!(
+            limits.check(None, addr).retry_after_secs,
+            Some(60),
+            "1/min anonymous"
+        );
+        // The same address with a credential is charged to the credential's budget.
+        for left in [2, 1, 0] {
+            let b = limits.check(Some(&alice), addr);
+            assert_eq!((b.limit, b.remaining, b.retry_after_secs), (3, left, None));
+        }
+        let refused = limits.check(Some(&alice), addr);
+        assert_eq!(refused.retry_after_secs, Some(20));
+        assert_eq!(
+            refused.reset_secs, 60,
+            "the whole budget is back in a minute"
+        );
+        assert!(
+            limits.check(Some(&bob), addr).retry_after_secs.is_none(),
+            "per credential"
+        );
+
+        clock.advance(chrono::Duration::seconds(20));
+        assert!(limits.check(Some(&alice), addr).retry_after_secs.is_none());
+    }
 }

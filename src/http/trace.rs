@@ -1,6 +1,7 @@
 //! Per-request tracing: a trace id on every response (`x-trace-id`) and in every log line of
 //! the request, and one structured line per request (method, matched route, status, duration).
 //! The cause of a 5xx is logged here, with the trace id, and never sent to the client.
+//! Also the header-size guard.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
@@ -17,6 +18,25 @@ use crate::state::AppState;
 pub const TRACE_HEADER: &str = "x-trace-id";
 /// Total header bytes a request may carry before it is refused with 431.
 const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// Refuses requests whose headers add up to more than `MAX_HEADER_BYTES` (hyper's own,
+/// larger limits answer a bare 431 before any of this runs).
+pub async fn limit_headers(req: Request, next: Next) -> Response {
+    let bytes: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum();
+    if bytes > MAX_HEADER_BYTES {
+        return AppError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ErrorCode::RequestHeaderFieldsTooLarge,
+            "the request headers are too large",
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
 
 #[derive(Debug, Clone)]
 pub struct TraceId(pub String);
@@ -59,21 +79,7 @@ pub async fn trace(State(st): State<AppState>, mut req: Request, next: Next) -> 
 
     let span =
         tracing::info_span!("request", trace_id = %trace_id, method = %method, route = %route);
-    let header_bytes: usize = req
-        .headers()
-        .iter()
-        .map(|(k, v)| k.as_str().len() + v.len())
-        .sum();
-    let mut res = if header_bytes > MAX_HEADER_BYTES {
-        AppError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            ErrorCode::RequestHeaderFieldsTooLarge,
-            "the request headers are too large",
-        )
-        .into_response()
-    } else {
-        next.run(req).instrument(span.clone()).await
-    };
+    let mut res = next.run(req).instrument(span.clone()).await;
     if let Ok(v) = HeaderValue::from_str(&trace_id) {
         res.headers_mut().insert(TRACE_HEADER, v);
     }

@@ -11,13 +11,25 @@ use crate::auth::password;
 use crate::db::Db;
 use crate::ids::{StoreId, TenantId, UserId};
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SetupInput {
     pub email: String,
     pub password: String,
     pub org_name: String,
     pub store_name: String,
     pub demo: bool,
+}
+
+impl std::fmt::Debug for SetupInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetupInput")
+            .field("email", &self.email)
+            .field("password", &"<redacted>")
+            .field("org_name", &self.org_name)
+            .field("store_name", &self.store_name)
+            .field("demo", &self.demo)
+            .finish()
+    }
 }
 
 /// What `setup` prints, as one JSON object.

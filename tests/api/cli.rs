@@ -2,6 +2,8 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -200,29 +202,33 @@ async fn backup_while_serving_and_writing_passes_integrity_check() {
     let app = spawn_app().await;
     app.seed_owner("owner@example.com", "Backed Up").await;
 
-    // A stream of writes over HTTP (each stores an idempotency record) while the backup runs.
+    // A stream of writes over HTTP (each stores an idempotency record) that runs before,
+    // during and after the backup.
+    let done = Arc::new(AtomicU32::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (client, url) = (app.client.clone(), app.url("/v1/test/echo"));
+        let (done, stop) = (done.clone(), stop.clone());
         tokio::spawn(async move {
             let mut n = 0u32;
-            loop {
+            while !stop.load(Ordering::SeqCst) {
                 let r = client
                     .post(&url)
                     .header("idempotency-key", format!("w{n}"))
                     .json(&json!({"name": "w", "count": n}))
                     .send()
-                    .await;
-                if r.is_err() {
-                    break n;
-                }
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 201);
                 n += 1;
-                if n == 400 {
-                    break n;
-                }
+                done.store(n, Ordering::SeqCst);
             }
         })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    while done.load(Ordering::SeqCst) < 50 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let before = done.load(Ordering::SeqCst);
     let dest = app.data_dir.path().join("copy.db");
     let (dir, d2) = (app.data_dir.path().to_path_buf(), dest.clone());
     let out = tokio::task::spawn_blocking(move || {
@@ -236,14 +242,22 @@ async fn backup_while_serving_and_writing_passes_integrity_check() {
     })
     .await
     .unwrap();
-    let written = writer.await.unwrap();
+    let after = done.load(Ordering::SeqCst);
+    while done.load(Ordering::SeqCst) < after + 50 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.await.unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let said = stdout(&out);
     assert!(
         said.contains("bytes") && said.contains("ms") && said.contains("integrity check ok"),
         "{said}"
     );
-    assert!(written > 0);
+    assert!(
+        after > before,
+        "writes went on while the backup ran ({before} -> {after})"
+    );
 
     let c = Connection::open(&dest).unwrap();
     let check: String = c
@@ -255,9 +269,17 @@ async fn backup_while_serving_and_writing_passes_integrity_check() {
         .unwrap();
     assert_eq!(users, 1);
     let keys: i64 = c
-        .query_row("SELECT COUNT(*) FROM idempotency_keys", [], |r| r.get(0))
+        .query_row(
+            "SELECT COUNT(*) FROM idempotency_keys WHERE status IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    assert!(keys <= i64::from(written));
+    // A snapshot: every write that finished before the backup started, none from after.
+    assert!(
+        keys >= i64::from(before) && keys <= i64::from(after),
+        "{before} <= {keys} <= {after}"
+    );
 
     // An existing file or an unwritable place is a clear failure.
     let again = run(&["backup", dest.to_str().unwrap()], app.data_dir.path());
@@ -302,6 +324,24 @@ async fn restore_is_refused_while_serving_and_keeps_the_replaced_database() {
     stopped.unwrap();
     let app_dir = dir.path().to_path_buf();
 
+    let newer = app_dir.join("newer.db");
+    std::fs::copy(&backup, &newer).unwrap();
+    Connection::open(&newer)
+        .unwrap()
+        .execute(
+            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
+             VALUES (999, 'future', '2030-01-01', '0')",
+            [],
+        )
+        .unwrap();
+    let refused = run(&["restore", newer.to_str().unwrap()], &app_dir);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("newer release"),
+        "{}",
+        stderr(&refused)
+    );
+
     let garbage = app_dir.join("garbage.db");
     std::fs::write(&garbage, b"this is not sqlite").unwrap();
     let bad = run(&["restore", garbage.to_str().unwrap()], &app_dir);
@@ -331,4 +371,58 @@ async fn restore_is_refused_while_serving_and_keeps_the_replaced_database() {
         .query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))
         .unwrap();
     assert_eq!(n, 2);
+}
+
+#[tokio::test]
+async fn a_second_server_on_the_same_data_directory_is_refused() {
+    let app = spawn_app().await;
+    let out = run(&["serve", "--addr", "127.0.0.1:0"], app.data_dir.path());
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("another merchant-admin server"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn help_explains_every_flag_and_its_environment_variable() {
+    let out = Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = stdout(&out);
+    for flag in [
+        "--addr",
+        "--data-dir",
+        "--log-format",
+        "--rate-limit-authenticated",
+        "--rate-limit-anonymous",
+        "--trust-proxy",
+        "--workers",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+        let env = format!(
+            "MERCHANT_ADMIN_{}",
+            flag.trim_start_matches("--")
+                .replace('-', "_")
+                .to_uppercase()
+        );
+        assert!(help.contains(&env), "{env} missing from:\n{help}");
+    }
+    let out = Command::new(BIN)
+        .args(["setup", "--help"])
+        .output()
+        .unwrap();
+    let help = stdout(&out);
+    for flag in [
+        "--email",
+        "--password",
+        "--org-name",
+        "--store-name",
+        "--demo",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
 }

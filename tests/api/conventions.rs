@@ -119,6 +119,11 @@ async fn unversioned_paths_answer_with_deprecation_headers() {
     assert!(v1.header("deprecation").is_none() && v1.header("link").is_none());
     assert_eq!(v1.text, r.text, "both paths serve the same thing");
 
+    // Without a configured date there is no Sunset header.
+    let plain = spawn_app().await;
+    let r = plain.get("/openapi/admin.json").await;
+    assert!(r.header("deprecation").is_some() && r.header("sunset").is_none());
+
     // An unknown unversioned path is a plain 404, with no successor to point at.
     let r = app.get("/no/such/thing").await;
     r.expect_error(404, "route_not_found");
@@ -388,4 +393,28 @@ async fn fuzzed_bodies_and_queries_never_get_a_server_error() {
 
 async fn spawn_app_with_high_limits() -> crate::helpers::TestApp {
     crate::helpers::spawn_app_with(|c| c.rate_limit_anonymous = 100_000).await
+}
+
+#[tokio::test]
+async fn a_client_that_stops_sending_its_body_gets_an_error_not_a_hang() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.body_timeout = std::time::Duration::from_millis(200);
+    })
+    .await;
+    let mut s = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    s.write_all(
+        b"POST /v1/test/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{\"name\":",
+    )
+    .await
+    .unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .expect("the server answered instead of waiting forever")
+        .unwrap();
+    let res = String::from_utf8_lossy(&buf);
+    assert!(res.starts_with("HTTP/1.1 400"), "{res}");
+    assert!(res.contains("\"code\":\"bad_request\""), "{res}");
+    assert_eq!(app.calls(), 0);
 }

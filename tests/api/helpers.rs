@@ -98,7 +98,11 @@ pub async fn spawn_app_with(tune: impl FnOnce(&mut Config)) -> TestApp {
     let mut cfg = test_config(data_dir.path());
     tune(&mut cfg);
     let clock = ManualClock::new(start_time());
-    let state = AppState::open(cfg, clock.clone()).expect("open state");
+    let shared = clock.clone();
+    let state = tokio::task::spawn_blocking(move || AppState::open(cfg, shared))
+        .await
+        .unwrap()
+        .expect("open state");
     let probe_calls = Arc::new(AtomicUsize::new(0));
     let routes = merchant_admin::routes(&state).merge(probe_routes(probe_calls.clone()));
 
