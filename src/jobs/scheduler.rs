@@ -18,6 +18,7 @@ const KEEP_DONE: chrono::Duration = chrono::Duration::days(1);
 const KEEP_DEAD: chrono::Duration = chrono::Duration::days(30);
 
 /// Runs one job. Every `Job` variant is handled here.
+#[tracing::instrument(skip_all, fields(kind = job.kind()))]
 pub async fn execute(st: AppState, job: Job) -> anyhow::Result<()> {
     match job {
         Job::Cleanup => {
@@ -29,6 +30,7 @@ pub async fn execute(st: AppState, job: Job) -> anyhow::Result<()> {
     }
 }
 
+#[tracing::instrument(skip_all)]
 fn cleanup(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(usize, usize), AppError> {
     let keys = idempotency::purge_expired(tx, now)?;
     let jobs = tx.execute(

@@ -36,6 +36,7 @@ const IDLE_POLL: Duration = Duration::from_secs(1);
 
 /// Claims the next due job, if any: a queued job whose time has come, or a running job
 /// whose lease ran out. A job that has used every attempt is marked dead instead.
+#[tracing::instrument(skip_all)]
 pub fn claim(
     tx: &Transaction<'_>,
     now: DateTime<Utc>,

@@ -52,6 +52,7 @@ pub fn insert_user(
     Ok(id)
 }
 
+#[tracing::instrument(skip_all)]
 pub fn create_owner(
     tx: &Transaction<'_>,
     now: DateTime<Utc>,

@@ -187,6 +187,15 @@ impl TestApp {
             .expect("setup")
     }
 
+    /// Runs a `SELECT COUNT(*) ...` (or any one-integer query) against the live database.
+    pub async fn count(&self, sql: &'static str) -> i64 {
+        self.state
+            .db
+            .read(move |c| Ok(c.query_row(sql, [], |r| r.get(0))?))
+            .await
+            .unwrap()
+    }
+
     pub fn clock_now(&self) -> chrono::DateTime<Utc> {
         use merchant_admin::clock::Clock;
         self.clock.now()

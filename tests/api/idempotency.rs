@@ -163,17 +163,8 @@ async fn long_keys_are_rejected_and_big_bodies_ignore_the_key() {
         assert!(r.header("idempotent-replayed").is_none());
     }
     let stored: i64 = app
-        .state
-        .db
-        .read(|c| {
-            Ok(c.query_row(
-                "SELECT COUNT(*) FROM idempotency_keys WHERE key = 'big'",
-                [],
-                |r| r.get(0),
-            )?)
-        })
-        .await
-        .unwrap();
+        .count("SELECT COUNT(*) FROM idempotency_keys WHERE key = 'big'")
+        .await;
     assert_eq!(stored, 0);
 }
 
@@ -219,12 +210,7 @@ async fn multipart_uploads_ignore_the_key() {
         r.expect_error(400, "bad_request");
         assert!(r.header("idempotent-replayed").is_none());
     }
-    let stored: i64 = app
-        .state
-        .db
-        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM idempotency_keys", [], |r| r.get(0))?))
-        .await
-        .unwrap();
+    let stored: i64 = app.count("SELECT COUNT(*) FROM idempotency_keys").await;
     assert_eq!(stored, 0);
 }
 
@@ -277,11 +263,6 @@ async fn a_chunked_body_over_1_mb_passes_through_without_the_key() {
         .await;
     // The endpoint's own 1 MiB limit answers; the idempotency layer kept out of the way.
     r.expect_error(413, "payload_too_large");
-    let stored: i64 = app
-        .state
-        .db
-        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM idempotency_keys", [], |r| r.get(0))?))
-        .await
-        .unwrap();
+    let stored: i64 = app.count("SELECT COUNT(*) FROM idempotency_keys").await;
     assert_eq!(stored, 0);
 }

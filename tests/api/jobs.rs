@@ -55,6 +55,16 @@ async fn enqueue(app: &TestApp, job: Job) {
         .unwrap();
 }
 
+/// What a worker does first: claim the next due job at the test clock's time.
+async fn claim(app: &TestApp) -> Option<worker::Claimed> {
+    let (now, lease) = (app.clock_now(), app.state.cfg.job_lease);
+    app.state
+        .db
+        .write(move |tx| worker::claim(tx, now, lease))
+        .await
+        .unwrap()
+}
+
 async fn failing(_: merchant_admin::AppState, _: Job) -> anyhow::Result<()> {
     anyhow::bail!("receiver said no")
 }
@@ -129,15 +139,9 @@ async fn failed_attempts_back_off_then_the_job_is_dead_with_its_error() {
 async fn a_job_whose_lease_runs_out_is_taken_again() {
     let app = quiet_app().await;
     enqueue(&app, Job::Cleanup).await;
-    let (now, lease) = (app.clock_now(), app.state.cfg.job_lease);
+    let lease = app.state.cfg.job_lease;
     // A worker claims it and "dies" (never reports back).
-    let claimed = app
-        .state
-        .db
-        .write(move |tx| worker::claim(tx, now, lease))
-        .await
-        .unwrap();
-    assert!(claimed.is_some());
+    assert!(claim(&app).await.is_some());
     assert_eq!(
         worker::run_once(&app.state).await.unwrap(),
         Outcome::Empty,
@@ -157,13 +161,7 @@ async fn a_job_that_dies_on_its_last_attempt_is_dead() {
     enqueue(&app, Job::Cleanup).await;
     let lease = app.state.cfg.job_lease;
     for _ in 0..Job::Cleanup.max_attempts() {
-        let now = app.clock_now();
-        let c = app
-            .state
-            .db
-            .write(move |tx| worker::claim(tx, now, lease))
-            .await
-            .unwrap();
+        let c = claim(&app).await;
         assert!(c.is_some());
         app.clock
             .advance(Duration::from_std(lease).unwrap() + Duration::seconds(1));
@@ -247,44 +245,25 @@ async fn a_worker_whose_lease_was_taken_over_cannot_settle_the_job() {
     let app = quiet_app().await;
     enqueue(&app, Job::Cleanup).await;
     let lease = app.state.cfg.job_lease;
-    let now = app.clock_now();
-    let first = app
-        .state
-        .db
-        .write(move |tx| worker::claim(tx, now, lease))
-        .await
-        .unwrap()
-        .unwrap();
+    let first = claim(&app).await.unwrap();
     // The first worker stalls past its lease; a second one takes the job over.
     app.clock
         .advance(Duration::from_std(lease).unwrap() + Duration::seconds(1));
-    let now = app.clock_now();
-    let second = app
-        .state
-        .db
-        .write(move |tx| worker::claim(tx, now, lease))
-        .await
-        .unwrap()
-        .unwrap();
+    let second = claim(&app).await.unwrap();
     assert_eq!((first.id, second.attempts), (second.id, 2));
 
-    // The stale claim can neither renew nor finish it.
-    let stale = (first.id, first.attempts);
-    let renewed = app
-        .state
-        .db
-        .write(move |tx| worker::renew(tx, stale, now, lease))
-        .await
-        .unwrap();
-    assert!(!renewed);
-    let current = (second.id, second.attempts);
-    let renewed = app
-        .state
-        .db
-        .write(move |tx| worker::renew(tx, current, now, lease))
-        .await
-        .unwrap();
-    assert!(renewed, "the live claim keeps its lease");
+    // The stale claim can no longer renew the lease; the live one can.
+    let renew = |c: &worker::Claimed| {
+        let (claim, now) = ((c.id, c.attempts), app.clock_now());
+        app.state
+            .db
+            .write(move |tx| worker::renew(tx, claim, now, lease))
+    };
+    assert!(!renew(&first).await.unwrap());
+    assert!(
+        renew(&second).await.unwrap(),
+        "the live claim keeps its lease"
+    );
     let row = &job_rows(&app).await[0];
     assert_eq!((row.state.as_str(), row.attempts), ("running", 2));
 }
