@@ -27,6 +27,8 @@ pub struct Config {
     /// Longest pause between two pieces of a request body before the read fails, so a
     /// client that stops sending cannot hold a request open forever.
     pub body_timeout: Duration,
+    /// How long a client may take to send a request's head (line and headers).
+    pub header_read_timeout: Duration,
 }
 
 impl Config {
@@ -47,6 +49,7 @@ impl Config {
             sunset_date: None,
             idempotency_ttl: chrono::Duration::hours(24),
             body_timeout: Duration::from_secs(30),
+            header_read_timeout: Duration::from_secs(30),
         }
     }
 

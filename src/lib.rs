@@ -16,7 +16,6 @@ pub mod system;
 pub mod time;
 
 use std::future::Future;
-use std::net::SocketAddr;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -92,16 +91,12 @@ pub async fn serve_routes(
         stop.cancel();
     });
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    let server =
-        axum::serve(
-            listener,
-            axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
-                SocketAddr,
-            >(service),
-        )
-        .with_graceful_shutdown(token.clone().cancelled_owned());
-    let grace = st.cfg.shutdown_grace;
-    let server = tokio::spawn(server.into_future());
+    let server = tokio::spawn(http::server::run(
+        listener,
+        service,
+        token.clone(),
+        st.cfg.header_read_timeout,
+    ));
     token.cancelled().await;
     // Give in-flight requests and jobs the grace period; then stop regardless.
     let drain = async {
@@ -109,8 +104,9 @@ pub async fn serve_routes(
         while tasks.join_next().await.is_some() {}
         served
     };
+    let grace = st.cfg.shutdown_grace;
     match tokio::time::timeout(grace + std::time::Duration::from_secs(1), drain).await {
-        Ok(served) => served??,
+        Ok(served) => served?,
         Err(_) => tracing::warn!("shutdown grace period over; exiting with work in flight"),
     }
     tracing::info!("stopped");

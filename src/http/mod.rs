@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod openapi;
 pub mod page;
 pub mod rate_limit;
+pub mod server;
 pub mod trace;
 pub mod versioning;
 

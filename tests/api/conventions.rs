@@ -418,3 +418,23 @@ async fn a_client_that_stops_sending_its_body_gets_an_error_not_a_hang() {
     assert!(res.contains("\"code\":\"bad_request\""), "{res}");
     assert_eq!(app.calls(), 0);
 }
+
+#[tokio::test]
+async fn a_client_that_trickles_its_headers_is_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.header_read_timeout = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let mut s = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap(); // never finished
+    let mut buf = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .expect("the server closed the connection instead of waiting forever")
+        .unwrap();
+    // A well-behaved client on the same server is unaffected.
+    app.get("/healthz").await.expect(200);
+}

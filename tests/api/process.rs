@@ -95,6 +95,7 @@ fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
 }
 
 /// Polls `check` until it returns true (bounded; this waits, it does not time anything).
+#[cfg(feature = "failpoints")]
 pub fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
     while !check() {
