@@ -1,63 +1,54 @@
-//! What the logs say about a failing request. The subscriber is installed for this test's
-//! thread only, so the test runs on a current-thread runtime where every task shares it.
+//! What the logs say about a failing request.
+//!
+//! tracing caches per call site whether anyone listens, process-wide, so a subscriber scoped
+//! to one test thread can miss events while other tests run. The scenario therefore runs in
+//! a child process of this test binary, with a global JSON subscriber on its stdout.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 
-use tracing_subscriber::fmt::MakeWriter;
+use serde_json::Value;
 
 use crate::helpers::spawn_app;
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
+const CHILD_ENV: &str = "MERCHANT_ADMIN_LOGGING_CHILD";
+const TEST_NAME: &str = "logging::a_panic_and_an_internal_error_are_logged_with_the_trace_id";
 
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
+#[tokio::test]
+async fn a_panic_and_an_internal_error_are_logged_with_the_trace_id() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return child_scenario().await;
     }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-#[tokio::test(flavor = "current_thread")]
-async fn a_panic_and_an_internal_error_are_logged_with_the_trace_id_only() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_current_span(true)
-        .with_writer(capture.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
-    let app = spawn_app().await;
-    let panicked = app.send(app.client.get(app.url("/v1/test/panic"))).await;
-    panicked.expect_error(500, "internal_error");
-    let failed = app.send(app.client.post(app.url("/v1/test/fail"))).await;
-    failed.expect_error(500, "internal_error");
-
-    let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
-    let lines: Vec<serde_json::Value> = text
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([TEST_NAME, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let marker = |name: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("{name} missing from:\n{stdout}"))
+            .to_string()
+    };
+    let (panic_id, fail_id) = (marker("PANIC_TRACE_ID"), marker("FAIL_TRACE_ID"));
+    let lines: Vec<Value> = stdout
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let with_trace = |id: &str| -> Vec<&serde_json::Value> {
+    let with_trace = |id: &str| -> Vec<&Value> {
         lines
             .iter()
             .filter(|l| l.to_string().contains(id))
             .collect()
     };
 
-    let id = panicked.header("x-trace-id").unwrap();
-    let panic_lines = with_trace(id);
+    let panic_lines = with_trace(&panic_id);
     assert!(
         panic_lines
             .iter()
@@ -67,9 +58,7 @@ async fn a_panic_and_an_internal_error_are_logged_with_the_trace_id_only() {
                     .is_some_and(|p| p.contains("secret panic detail"))),
         "the panic is logged with its trace id: {panic_lines:#?}"
     );
-
-    let id = failed.header("x-trace-id").unwrap();
-    let fail_lines = with_trace(id);
+    let fail_lines = with_trace(&fail_id);
     assert!(
         fail_lines.iter().any(|l| l["level"] == "ERROR"
             && l["fields"]["error"]
@@ -77,4 +66,21 @@ async fn a_panic_and_an_internal_error_are_logged_with_the_trace_id_only() {
                 .is_some_and(|e| e.contains("secret database detail"))),
         "the cause of a 500 is logged with its trace id: {fail_lines:#?}"
     );
+}
+
+/// Runs in the child process: the only test there, so a global subscriber is safe.
+async fn child_scenario() {
+    tracing_subscriber::fmt()
+        .json()
+        .with_current_span(true)
+        .with_writer(std::io::stdout)
+        .init();
+    let app = spawn_app().await;
+    let panicked = app.send(app.client.get(app.url("/v1/test/panic"))).await;
+    panicked.expect_error(500, "internal_error");
+    assert!(!panicked.text.contains("secret"));
+    let failed = app.send(app.client.post(app.url("/v1/test/fail"))).await;
+    failed.expect_error(500, "internal_error");
+    println!("PANIC_TRACE_ID={}", panicked.header("x-trace-id").unwrap());
+    println!("FAIL_TRACE_ID={}", failed.header("x-trace-id").unwrap());
 }

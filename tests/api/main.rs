@@ -10,3 +10,4 @@ mod openapi;
 mod paging;
 mod process;
 mod rate_limit;
+mod storage;

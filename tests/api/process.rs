@@ -58,8 +58,12 @@ pub fn start(data_dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
 
 impl Server {
     pub fn sigterm(&mut self) -> std::process::ExitStatus {
+        self.signal("-TERM")
+    }
+
+    pub fn signal(&mut self, sig: &str) -> std::process::ExitStatus {
         let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([sig, &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(ok.success());
@@ -152,6 +156,23 @@ async fn sigterm_exits_zero_and_logs_one_line_per_request_without_secrets() {
     assert!(lines.iter().any(|l| l["fields"]["message"] == "stopped"));
 }
 
+#[tokio::test]
+async fn sigint_also_stops_it_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path(), &[], &[]);
+    let r = no_proxy_get(format!("http://{}/readyz", server.addr))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(server.signal("-INT").code(), Some(0));
+    assert!(
+        server
+            .log_lines()
+            .iter()
+            .any(|l| l["fields"]["message"] == "stopped")
+    );
+}
+
 #[cfg(feature = "failpoints")]
 #[test]
 fn a_job_held_by_a_killed_server_finishes_after_restart() {
@@ -203,4 +224,14 @@ fn a_job_held_by_a_killed_server_finishes_after_restart() {
     });
     assert_eq!(job(), ("done".into(), 2));
     assert_eq!(second.sigterm().code(), Some(0));
+}
+
+/// A GET that ignores any proxy set in the environment (CI machines may have one).
+async fn no_proxy_get(url: String) -> reqwest::Result<reqwest::Response> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()?
+        .get(url)
+        .send()
+        .await
 }
