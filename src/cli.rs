@@ -31,6 +31,25 @@ pub enum Command {
     Migrate(DataDirArgs),
     /// Print the version and the database schema version this binary expects.
     Version,
+    /// Manage user accounts.
+    #[command(subcommand)]
+    Users(UsersCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Deactivate an account: every session ends at once and sign-in answers 403.
+    Deactivate(UserArgs),
+    /// Reactivate a deactivated account.
+    Activate(UserArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UserArgs {
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// The account's e-mail.
+    pub email: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -95,6 +114,30 @@ pub struct ServeArgs {
     /// Seconds to wait for in-flight requests and running jobs on shutdown.
     #[arg(long, env = "MERCHANT_ADMIN_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u32,
+
+    /// Lifetime of a session access token, in seconds.
+    #[arg(long, env = "MERCHANT_ADMIN_ACCESS_TOKEN_TTL_SECS", default_value_t = 86_400,
+          value_parser = clap::value_parser!(u32).range(60..))]
+    pub access_token_ttl_secs: u32,
+
+    /// Lifetime of an unused refresh token, in seconds (default 30 days).
+    #[arg(long, env = "MERCHANT_ADMIN_REFRESH_TOKEN_TTL_SECS", default_value_t = 2_592_000,
+          value_parser = clap::value_parser!(u32).range(60..))]
+    pub refresh_token_ttl_secs: u32,
+
+    /// Registrations allowed per client address per hour.
+    #[arg(long, env = "MERCHANT_ADMIN_REGISTER_RATE_LIMIT", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub register_rate_limit: u32,
+
+    /// Failed sign-ins allowed per e-mail and per client address in 15 minutes.
+    #[arg(long, env = "MERCHANT_ADMIN_SIGN_IN_FAILURE_LIMIT", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub sign_in_failure_limit: u32,
+
+    /// Password hashes computed at once (default: half the cores, at least one).
+    #[arg(long, env = "MERCHANT_ADMIN_HASH_WORKERS")]
+    pub hash_workers: Option<usize>,
 
     /// When unversioned paths were deprecated (RFC 3339); sent as the `Deprecation` header.
     #[arg(

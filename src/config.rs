@@ -29,6 +29,17 @@ pub struct Config {
     pub body_timeout: Duration,
     /// How long a client may take to send a request's head (line and headers).
     pub header_read_timeout: Duration,
+    /// Lifetime of a session access token (`expires_in`).
+    pub access_token_ttl: chrono::Duration,
+    /// Lifetime of an unused refresh token (`refresh_token_expires_in`).
+    pub refresh_token_ttl: chrono::Duration,
+    /// Registrations allowed per client address per hour.
+    pub register_per_hour: u32,
+    /// Failed sign-ins allowed per e-mail and per address in `sign_in_window`.
+    pub sign_in_failures: u32,
+    pub sign_in_window: chrono::Duration,
+    /// Password hashes computed at once; the rest wait their turn without holding a thread.
+    pub hash_workers: usize,
 }
 
 impl Config {
@@ -50,6 +61,12 @@ impl Config {
             idempotency_ttl: chrono::Duration::hours(24),
             body_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(30),
+            access_token_ttl: chrono::Duration::seconds(86_400),
+            refresh_token_ttl: chrono::Duration::days(30),
+            register_per_hour: 10,
+            sign_in_failures: 10,
+            sign_in_window: chrono::Duration::minutes(15),
+            hash_workers: default_hash_workers(),
         }
     }
 
@@ -68,6 +85,11 @@ impl Config {
             job_lease: Duration::from_secs(a.job_lease_secs.into()),
             cleanup_interval: Duration::from_secs(a.cleanup_interval_secs.into()),
             shutdown_grace: Duration::from_secs(a.shutdown_grace_secs.into()),
+            access_token_ttl: chrono::Duration::seconds(a.access_token_ttl_secs.into()),
+            refresh_token_ttl: chrono::Duration::seconds(a.refresh_token_ttl_secs.into()),
+            register_per_hour: a.register_rate_limit,
+            sign_in_failures: a.sign_in_failure_limit,
+            hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
             deprecation_date: date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date
@@ -81,4 +103,10 @@ impl Config {
     pub fn db_path(&self) -> PathBuf {
         crate::db::db_path(&self.data_dir)
     }
+}
+
+/// Half the cores (at least one): password hashing never takes the whole machine, so other
+/// requests keep answering during a flood of sign-ins.
+fn default_hash_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }

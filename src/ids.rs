@@ -82,3 +82,6 @@ id_type!(UserId);
 id_type!(TenantId);
 id_type!(StoreId);
 id_type!(JobId);
+id_type!(EventId);
+id_type!(SessionId);
+id_type!(PairId);

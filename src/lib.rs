@@ -7,9 +7,11 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod db;
+pub mod events;
 pub mod http;
 pub mod ids;
 pub mod jobs;
+pub mod secrets;
 pub mod setup;
 pub mod state;
 pub mod system;
@@ -35,6 +37,7 @@ pub use crate::state::AppState;
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (v1, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(system::routes())
+        .merge(auth::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

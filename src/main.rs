@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use merchant_admin::cli::{Cli, Command, LogFormat, SetupArgs};
+use merchant_admin::auth::store as auth_store;
+use merchant_admin::cli::{Cli, Command, LogFormat, SetupArgs, UsersCommand};
 use merchant_admin::clock::{Clock, SystemClock};
 use merchant_admin::config::Config;
 use merchant_admin::db::{self, Db, backup, migrate};
@@ -91,6 +92,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "database at schema version {}",
                 migrate::applied_version(&c)?
             );
+            Ok(())
+        }
+        Command::Users(cmd) => {
+            let (args, disable) = match &cmd {
+                UsersCommand::Deactivate(a) => (a, true),
+                UsersCommand::Activate(a) => (a, false),
+            };
+            let db = Db::open(&db::db_path(&args.data.data_dir))?;
+            let email = args.email.trim().to_lowercase();
+            let e = email.clone();
+            let found = db
+                .write_blocking(|tx| auth_store::set_disabled(tx, &e, disable, SystemClock.now()))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            if !found {
+                bail!("no account with the e-mail {email}");
+            }
+            let what = if disable {
+                "deactivated; every session was ended"
+            } else {
+                "activated"
+            };
+            println!("{email}: {what}");
             Ok(())
         }
         Command::Version => {

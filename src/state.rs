@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Context;
 use axum::body::Bytes;
 
+use crate::auth::password::Hasher;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::db::Db;
@@ -20,6 +21,7 @@ pub struct AppState {
     pub clock: SharedClock,
     pub cursor_key: CursorKey,
     pub limits: Arc<RateLimits>,
+    pub hasher: Hasher,
     /// The serialized OpenAPI document, set once the router is built.
     pub openapi_json: Arc<OnceLock<Bytes>>,
     /// Held while any part of the server runs, so `restore` cannot swap the file under it.
@@ -44,17 +46,15 @@ impl AppState {
                 )?)
             })
             .map_err(|e| anyhow::anyhow!("reading the server keys: {e:?}"))?;
-        let limits = RateLimits::new(
-            cfg.rate_limit_authenticated,
-            cfg.rate_limit_anonymous,
-            clock.clone(),
-        );
+        let limits = RateLimits::new(&cfg, clock.clone());
+        let hasher = Hasher::new(cfg.hash_workers);
         Ok(Self {
             db,
             cfg: Arc::new(cfg),
             clock,
             cursor_key: CursorKey::new(key),
             limits: Arc::new(limits),
+            hasher,
             openapi_json: Arc::new(OnceLock::new()),
             _lock: Arc::new(lock),
         })

@@ -48,3 +48,51 @@ mod tests {
         assert!(!super::verify("correct horse", "not a hash"));
     }
 }
+
+/// The bounded pool password work runs on: at most `workers` hashes at once, each on a
+/// blocking thread; callers beyond that wait asynchronously, holding no thread.
+#[derive(Clone)]
+pub struct Hasher {
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+    /// A hash of a random password, verified against for unknown e-mails so they take as
+    /// long as a wrong password.
+    dummy: std::sync::Arc<std::sync::OnceLock<String>>,
+}
+
+impl Hasher {
+    pub fn new(workers: usize) -> Self {
+        Self {
+            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(workers.max(1))),
+            dummy: std::sync::Arc::default(),
+        }
+    }
+
+    async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("the hashing pool is never closed");
+        crate::db::run_blocking(f).await
+    }
+
+    pub async fn hash(&self, password: String) -> anyhow::Result<String> {
+        self.run(move || hash(&password)).await
+    }
+
+    /// Checks `password` against `phc`, or against a dummy hash when there is none (unknown
+    /// account), so both cases cost the same. Returns false for the dummy.
+    pub async fn verify(&self, password: String, phc: Option<String>) -> bool {
+        let dummy = self.dummy.clone();
+        self.run(move || match phc {
+            Some(phc) => verify(&password, &phc),
+            None => {
+                let d =
+                    dummy.get_or_init(|| hash(&crate::secrets::new_token("")).unwrap_or_default());
+                let _ = verify(&password, d);
+                false
+            }
+        })
+        .await
+    }
+}

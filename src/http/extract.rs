@@ -73,7 +73,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let inner = e.inner();
-        if inner.is_data() {
+        // serde_json files some type mismatches (a number where an enum goes) under syntax
+        // errors, so "malformed" is decided by whether the bytes are JSON at all.
+        let well_formed =
+            inner.is_data() || serde_json::from_slice::<serde_json::Value>(bytes).is_ok();
+        if well_formed {
             field_error(&e.path().to_string(), &inner.to_string())
         } else {
             AppError::bad_request(format!("malformed JSON: {inner}"))

@@ -2,10 +2,11 @@
 //! This module imports no domain module.
 //!
 //! Per-route layers, outermost first: `trace` (trace id, client address, the log line) →
-//! `rate_limit` → header-size guard → body read timeout → `idempotency` → catch-panic →
+//! `authenticate` (bearer token to principal) → `rate_limit` → header-size guard → body read timeout → `idempotency` → catch-panic →
 //! handler. `versioning`
 //! wraps the whole router, because it rewrites paths before routing.
 
+pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
@@ -42,6 +43,7 @@ pub fn apply_layers(router: Router<AppState>, st: &AppState) -> Router<AppState>
         .layer(RequestBodyTimeoutLayer::new(st.cfg.body_timeout))
         .layer(from_fn(trace::limit_headers))
         .layer(from_fn_with_state(st.clone(), rate_limit::rate_limit))
+        .layer(from_fn_with_state(st.clone(), auth::authenticate))
         .layer(from_fn_with_state(st.clone(), trace::trace))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
 }

@@ -15,8 +15,23 @@ use super::error::{ErrorBody, ErrorCode};
     ),
     servers((url = "/v1", description = "API version 1")),
     components(schemas(ErrorBody, ErrorCode)),
+    modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;
+
+/// Declares the `bearer` security scheme that authenticated operations refer to.
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
 
 /// Gives every path of `root` a `servers: [{url: "/"}]` override and adds it to `doc`.
 pub fn merge_root_paths(doc: &mut utoipa::openapi::OpenApi, root: utoipa::openapi::OpenApi) {

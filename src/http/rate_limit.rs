@@ -43,6 +43,8 @@ pub struct CredentialId(pub String);
 pub struct RateLimits {
     authenticated: Limiter,
     anonymous: Limiter,
+    /// `POST /auth/register` per client address, on top of the general budget.
+    registrations: Limiter,
     clock: LimiterClock,
 }
 
@@ -60,31 +62,44 @@ fn per_minute(n: u32) -> Quota {
     Quota::per_minute(NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN))
 }
 
+fn per_hour(n: u32) -> Quota {
+    Quota::per_hour(NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN))
+}
+
 impl RateLimits {
-    pub fn new(authenticated_per_min: u32, anonymous_per_min: u32, clock: SharedClock) -> Self {
+    pub fn new(cfg: &crate::config::Config, clock: SharedClock) -> Self {
         let clock = LimiterClock(clock);
-        let make = |n| {
+        let make = |quota| {
             RateLimiter::<_, _, _, NoOpMiddleware<Duration>>::new(
-                per_minute(n),
+                quota,
                 DefaultKeyedStateStore::default(),
                 clock.clone(),
             )
             .with_middleware::<StateInformationMiddleware>()
         };
         Self {
-            authenticated: make(authenticated_per_min),
-            anonymous: make(anonymous_per_min),
+            authenticated: make(per_minute(cfg.rate_limit_authenticated)),
+            anonymous: make(per_minute(cfg.rate_limit_anonymous)),
+            registrations: make(per_hour(cfg.register_per_hour)),
             clock,
         }
     }
 
     /// Charges one request to a credential, or to a client address when there is none.
     pub fn check(&self, credential: Option<&CredentialId>, addr: IpAddr) -> Budget {
-        let (limiter, key) = match credential {
-            Some(c) => (&self.authenticated, format!("cred:{}", c.0)),
-            None => (&self.anonymous, format!("ip:{addr}")),
-        };
-        match limiter.check_key(&key) {
+        match credential {
+            Some(c) => self.charge(&self.authenticated, &format!("cred:{}", c.0)),
+            None => self.charge(&self.anonymous, &format!("ip:{addr}")),
+        }
+    }
+
+    /// Charges one registration to a client address.
+    pub fn check_registration(&self, addr: IpAddr) -> Budget {
+        self.charge(&self.registrations, &format!("ip:{addr}"))
+    }
+
+    fn charge(&self, limiter: &Limiter, key: &String) -> Budget {
+        match limiter.check_key(key) {
             Ok(snapshot) => {
                 let quota = snapshot.quota();
                 let limit = quota.burst_size().get();
@@ -116,7 +131,7 @@ impl RateLimits {
 
     /// Forgets budgets that are full again (run periodically by the scheduler).
     pub fn forget_idle(&self) {
-        for l in [&self.authenticated, &self.anonymous] {
+        for l in [&self.authenticated, &self.anonymous, &self.registrations] {
             l.retain_recent();
             l.shrink_to_fit();
         }
@@ -159,7 +174,9 @@ mod tests {
     #[test]
     fn credentials_and_addresses_have_separate_budgets() {
         let clock = ManualClock::new(chrono::Utc::now());
-        let limits = RateLimits::new(3, 1, clock.clone() as SharedClock);
+        let mut cfg = crate::config::Config::new("unused".into());
+        (cfg.rate_limit_authenticated, cfg.rate_limit_anonymous) = (3, 1);
+        let limits = RateLimits::new(&cfg, clock.clone() as SharedClock);
         let addr = IpAddr::from([192, 0, 2, 1]);
         let (alice, bob) = (CredentialId("alice".into()), CredentialId("bob".into()));
 

@@ -46,6 +46,21 @@ pub struct TraceId(pub String);
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub IpAddr);
 
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(parts
+            .extensions
+            .get::<ClientAddr>()
+            .copied()
+            .unwrap_or(ClientAddr(IpAddr::from([127, 0, 0, 1]))))
+    }
+}
+
 fn client_addr(req: &Request, trust_proxy: bool) -> IpAddr {
     let peer = req
         .extensions()

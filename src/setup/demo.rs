@@ -7,6 +7,7 @@ use rusqlite::Transaction;
 
 use super::SetupOutput;
 use super::store::{add_store_member, insert_user};
+use crate::auth::model::Locale;
 use crate::http::error::AppError;
 use crate::time;
 
@@ -24,7 +25,7 @@ pub fn seed(
 ) -> Result<(), AppError> {
     let now_s = time::format(now);
     for (email, role) in TEAM {
-        let user = insert_user(tx, now, email, password_hash)?;
+        let user = insert_user(tx, now, email, password_hash, Locale::PtBr)?.id;
         add_store_member(tx, out.store_id, user, role, &now_s)?;
     }
     Ok(())

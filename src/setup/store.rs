@@ -5,6 +5,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
 
 use super::{SetupInput, SetupOutput};
+use crate::auth::model::Locale;
+pub use crate::auth::store::insert_user;
 use crate::http::error::{AppError, ErrorCode, ResultExt};
 use crate::ids::{StoreId, TenantId, UserId};
 use crate::time;
@@ -30,28 +32,6 @@ pub fn slugify(name: &str) -> String {
     if s.is_empty() { "store".into() } else { s }
 }
 
-pub fn insert_user(
-    tx: &Transaction<'_>,
-    now: DateTime<Utc>,
-    email: &str,
-    password_hash: &str,
-) -> Result<UserId, AppError> {
-    let id = UserId::new();
-    let now = time::format(now);
-    tx.execute(
-        "INSERT INTO users (id, email, password_hash, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?4)",
-        params![id, email, password_hash, now],
-    )
-    .on_constraint("users.email", |_| {
-        AppError::conflict(
-            ErrorCode::EmailTaken,
-            "a user with this e-mail already exists",
-        )
-    })?;
-    Ok(id)
-}
-
 #[tracing::instrument(skip_all)]
 pub fn create_owner(
     tx: &Transaction<'_>,
@@ -59,7 +39,7 @@ pub fn create_owner(
     input: &SetupInput,
     password_hash: &str,
 ) -> Result<SetupOutput, AppError> {
-    let user_id = insert_user(tx, now, &input.email, password_hash)?;
+    let user_id = insert_user(tx, now, &input.email, password_hash, Locale::PtBr)?.id;
     let (tenant_id, store_id) = (TenantId::new(), StoreId::new());
     let now = time::format(now);
     tx.execute(

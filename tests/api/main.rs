@@ -4,6 +4,7 @@ mod cli;
 mod conventions;
 mod helpers;
 mod idempotency;
+mod identity;
 mod jobs;
 mod logging;
 mod openapi;

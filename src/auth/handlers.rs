@@ -1,0 +1,379 @@
+//! Identity handlers: register, sign-in, refresh, logout, the account and its devices.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use chrono::{DateTime, Utc};
+
+use super::model::{
+    DeviceSessionOut, Locale, LoginIn, LoginOut, MePatch, PasswordIn, RefreshIn, RegisterIn,
+    SessionOut, UserOut,
+};
+use super::store::{self, IssuedPair, Lifetimes, Refreshed, UserRow};
+use super::{device, password};
+use crate::events;
+use crate::http::auth::{Principal, unauthorized};
+use crate::http::error::{AppError, ErrorCode};
+use crate::http::extract::{Json, Path};
+use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::trace::ClientAddr;
+use crate::ids::SessionId;
+use crate::setup::store::looks_like_email;
+use crate::state::AppState;
+use crate::time;
+
+fn lifetimes(st: &AppState) -> Lifetimes {
+    Lifetimes {
+        access: st.cfg.access_token_ttl,
+        refresh: st.cfg.refresh_token_ttl,
+    }
+}
+
+fn session_out(st: &AppState, pair: IssuedPair, user: &UserRow) -> SessionOut {
+    let life = lifetimes(st);
+    SessionOut {
+        token: pair.access,
+        token_type: "Bearer",
+        expires_in: life.access.num_seconds(),
+        refresh_token: pair.refresh,
+        refresh_token_expires_in: life.refresh.num_seconds(),
+        session_id: pair.session_id,
+        user: user.to_out(),
+    }
+}
+
+/// Trimmed and lowercased, so e-mails compare case-insensitively.
+fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+/// Creates an account. It has no stores and is not signed in.
+#[utoipa::path(post, path = "/auth/register", tag = "auth", request_body = RegisterIn,
+    responses((status = 201, body = UserOut), (status = 409, body = crate::http::error::ErrorBody),
+              (status = 422, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody)))]
+pub async fn register(
+    State(st): State<AppState>,
+    ClientAddr(addr): ClientAddr,
+    headers: HeaderMap,
+    Json(input): Json<RegisterIn>,
+) -> Result<(StatusCode, Json<UserOut>), AppError> {
+    if let Some(wait) = st.limits.check_registration(addr).retry_after_secs {
+        return Err(AppError::rate_limited(wait));
+    }
+    let email = normalize_email(&input.email);
+    let mut fields = Vec::new();
+    if !looks_like_email(&email) {
+        fields.push(("email", "is not a valid e-mail address"));
+    }
+    if let Err(m) = password::check_rules(&input.password) {
+        fields.push(("password", m));
+    }
+    if !fields.is_empty() {
+        return Err(AppError::validation(fields));
+    }
+    let locale = Locale::from_accept_language(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let hash = st
+        .hasher
+        .hash(input.password)
+        .await
+        .map_err(AppError::internal)?;
+    let now = st.clock.now();
+    let user = st
+        .db
+        .write(move |tx| {
+            let user = store::insert_user(tx, now, &email, &hash, locale)?;
+            events::record(tx, None, "user.created", &user.to_out(), now)?;
+            Ok(user)
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(user.to_out())))
+}
+
+/// Signs in with e-mail and password.
+#[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginIn,
+    responses((status = 200, body = LoginOut), (status = 401, body = crate::http::error::ErrorBody),
+              (status = 403, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody)))]
+pub async fn login(
+    State(st): State<AppState>,
+    ClientAddr(addr): ClientAddr,
+    headers: HeaderMap,
+    Json(input): Json<LoginIn>,
+) -> Result<Json<LoginOut>, AppError> {
+    let email = normalize_email(&input.email);
+    let address = addr.to_string();
+    let now = st.clock.now();
+    check_lockout(&st, &email, &address, now).await?;
+
+    let e = email.clone();
+    let user = st
+        .db
+        .read(move |c| store::find_user_by_email(c, &e))
+        .await?;
+    // An unknown e-mail is verified against a dummy hash: same time, same answer.
+    let ok = st
+        .hasher
+        .verify(
+            input.password,
+            user.as_ref().map(|u| u.password_hash.clone()),
+        )
+        .await;
+    let Some(user) = user.filter(|_| ok) else {
+        let now = st.clock.now();
+        st.db
+            .write(move |tx| store::record_failure(tx, &email, &address, now))
+            .await?;
+        return Err(AppError::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::InvalidCredentials,
+            "the e-mail or the password is wrong",
+        ));
+    };
+    if user.disabled {
+        return Err(account_disabled());
+    }
+    let device_name = input
+        .device_name
+        .map(|d| d.trim().chars().take(120).collect::<String>())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| {
+            device::name_from_user_agent(
+                headers
+                    .get(header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok()),
+            )
+        });
+    let (life, now, id) = (lifetimes(&st), st.clock.now(), user.id);
+    let pair = st
+        .db
+        .write(move |tx| store::create_session(tx, id, &device_name, &address, now, life))
+        .await?;
+    Ok(Json(LoginOut::Authenticated(session_out(&st, pair, &user))))
+}
+
+pub fn account_disabled() -> AppError {
+    AppError::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::AccountDisabled,
+        "this account is deactivated",
+    )
+}
+
+/// 429 once an e-mail or an address has failed `sign_in_failures` times in the window.
+async fn check_lockout(
+    st: &AppState,
+    email: &str,
+    address: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let (window, limit) = (st.cfg.sign_in_window, st.cfg.sign_in_failures);
+    let (e, a) = (email.to_owned(), address.to_owned());
+    let f = st
+        .db
+        .read(move |c| store::recent_failures(c, &e, &a, now - window))
+        .await?;
+    let oldest_blocking = [f.by_email, f.by_address]
+        .into_iter()
+        .filter(|(n, _)| *n >= limit)
+        .filter_map(|(_, oldest)| oldest.and_then(|o| time::parse(&o)))
+        .max();
+    if let Some(oldest) = oldest_blocking {
+        let wait = (oldest + window - now).num_seconds().max(1);
+        return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
+    }
+    Ok(())
+}
+
+/// Trades a refresh token for a new pair (spec 3: first use rotates; a retry within 30 s
+/// whose replacement is unused gets a fresh pair; any other reuse ends the session).
+#[utoipa::path(post, path = "/auth/refresh", tag = "auth", request_body = RefreshIn,
+    responses((status = 200, body = SessionOut), (status = 401, body = crate::http::error::ErrorBody)))]
+pub async fn refresh(
+    State(st): State<AppState>,
+    Json(input): Json<RefreshIn>,
+) -> Result<Json<SessionOut>, AppError> {
+    let (now, life) = (st.clock.now(), lifetimes(&st));
+    let token = input.refresh_token;
+    let outcome = st
+        .db
+        .write(move |tx| store::refresh(tx, &token, now, life))
+        .await?;
+    match outcome {
+        Refreshed::Issued(pair) => {
+            let id = pair.user_id;
+            let user = st
+                .db
+                .read(move |c| store::get_user(c, id))
+                .await?
+                .ok_or_else(|| AppError::internal(anyhow::anyhow!("session of a missing user")))?;
+            Ok(Json(session_out(&st, pair, &user)))
+        }
+        Refreshed::Invalid => Err(AppError::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::InvalidRefreshToken,
+            "the refresh token is unknown, expired or its session has ended; sign in again",
+        )),
+        Refreshed::Reused => Err(AppError::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::RefreshTokenReused,
+            "the refresh token was already used; the session has been ended on every device",
+        )),
+    }
+}
+
+/// Ends the session the refresh token belongs to. Always 204.
+#[utoipa::path(post, path = "/auth/logout", tag = "auth", request_body = RefreshIn,
+    responses((status = 204, description = "Signed out (also for unknown or revoked tokens)")))]
+pub async fn logout(
+    State(st): State<AppState>,
+    Json(input): Json<RefreshIn>,
+) -> Result<StatusCode, AppError> {
+    let now = st.clock.now();
+    let token = input.refresh_token;
+    st.db
+        .write(move |tx| store::logout(tx, &token, now))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn load_user(st: &AppState, p: &Principal) -> Result<UserRow, AppError> {
+    let id = p.user_id;
+    st.db
+        .read(move |c| store::get_user(c, id))
+        .await?
+        .ok_or_else(unauthorized)
+}
+
+/// The signed-in user.
+#[utoipa::path(get, path = "/me", tag = "me", security(("bearer" = [])),
+    responses((status = 200, body = UserOut), (status = 401, body = crate::http::error::ErrorBody)))]
+pub async fn get_me(State(st): State<AppState>, p: Principal) -> Result<Json<UserOut>, AppError> {
+    Ok(Json(load_user(&st, &p).await?.to_out()))
+}
+
+/// Updates the signed-in user's settings.
+#[utoipa::path(patch, path = "/me", tag = "me", security(("bearer" = [])), request_body = MePatch,
+    responses((status = 200, body = UserOut), (status = 422, body = crate::http::error::ErrorBody)))]
+pub async fn update_me(
+    State(st): State<AppState>,
+    p: Principal,
+    Json(patch): Json<MePatch>,
+) -> Result<Json<UserOut>, AppError> {
+    if let Some(locale) = patch.locale {
+        let (id, now) = (p.user_id, st.clock.now());
+        st.db
+            .write(move |tx| store::set_locale(tx, id, locale, now))
+            .await?;
+    }
+    Ok(Json(load_user(&st, &p).await?.to_out()))
+}
+
+/// Changes the password and signs out every other session.
+#[utoipa::path(post, path = "/me/password", tag = "me", security(("bearer" = [])), request_body = PasswordIn,
+    responses((status = 204, description = "Changed"), (status = 400, body = crate::http::error::ErrorBody),
+              (status = 422, body = crate::http::error::ErrorBody)))]
+pub async fn change_password(
+    State(st): State<AppState>,
+    p: Principal,
+    Json(input): Json<PasswordIn>,
+) -> Result<StatusCode, AppError> {
+    if let Err(m) = password::check_rules(&input.new_password) {
+        return Err(AppError::validation([("new_password", m)]));
+    }
+    let user = load_user(&st, &p).await?;
+    if !st
+        .hasher
+        .verify(input.current_password, Some(user.password_hash))
+        .await
+    {
+        return Err(AppError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::IncorrectPassword,
+            "the current password is wrong",
+        ));
+    }
+    let hash = st
+        .hasher
+        .hash(input.new_password)
+        .await
+        .map_err(AppError::internal)?;
+    let (id, keep, now) = (user.id, p.session_id(), st.clock.now());
+    st.db
+        .write(move |tx| {
+            store::set_password(tx, id, &hash, now)?;
+            store::revoke_user_sessions(tx, id, keep, "password_changed", now)?;
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The signed-in devices, most recently used first.
+#[utoipa::path(get, path = "/me/sessions", tag = "me", security(("bearer" = [])), params(PageQuery),
+    responses((status = 200, body = Page<DeviceSessionOut>)))]
+pub async fn list_sessions(
+    State(st): State<AppState>,
+    p: Principal,
+    Paged(page, _): Paged,
+) -> Result<Json<Page<DeviceSessionOut>>, AppError> {
+    let scope = format!("sessions:{}", p.user_id);
+    let after: Option<(String, String)> = page.position(&scope)?;
+    let (user, params) = (p.user_id, page.clone());
+    let (rows, total) = st
+        .db
+        .read(move |c| {
+            let rows = store::list_sessions(
+                c,
+                user,
+                after.as_ref(),
+                params.fetch_limit(),
+                params.offset(),
+            )?;
+            let total = params
+                .include_total
+                .then(|| store::count_sessions(c, user))
+                .transpose()?;
+            Ok((rows, total))
+        })
+        .await?;
+    let current = p.session_id();
+    Ok(Json(
+        Page::from_rows(
+            rows,
+            &page,
+            &scope,
+            |r| (r.last_used_at.clone(), r.id.to_string()),
+            |r| DeviceSessionOut {
+                current: Some(r.id) == current,
+                id: r.id,
+                device_name: r.device_name,
+                created_at: r.created_at,
+                last_used_at: r.last_used_at,
+            },
+        )
+        .with_total(total),
+    ))
+}
+
+/// Signs a device out.
+#[utoipa::path(delete, path = "/me/sessions/{session_id}", tag = "me", security(("bearer" = [])),
+    params(("session_id" = SessionId, Path)),
+    responses((status = 204, description = "Signed out"), (status = 404, body = crate::http::error::ErrorBody)))]
+pub async fn delete_session(
+    State(st): State<AppState>,
+    p: Principal,
+    Path(id): Path<SessionId>,
+) -> Result<StatusCode, AppError> {
+    let (user, now) = (p.user_id, st.clock.now());
+    if st
+        .db
+        .write(move |tx| store::revoke_own_session(tx, user, id, now))
+        .await?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(AppError::not_found("session"))
+    }
+}

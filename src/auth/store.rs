@@ -1,0 +1,463 @@
+//! All of identity's SQL: users, sessions, token pairs, sign-in failures.
+
+use chrono::{DateTime, Duration, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::model::{Locale, TwoFactorOut, UserOut};
+use crate::http::error::{AppError, ErrorCode, ResultExt};
+use crate::ids::{PairId, SessionId, UserId};
+use crate::{secrets, time};
+
+pub const ACCESS_PREFIX: &str = "svc_at_";
+pub const REFRESH_PREFIX: &str = "svc_rt_";
+/// A refresh token presented again this soon after its first use, while its replacement is
+/// unused, is a client retry (spec 3), not theft.
+pub const REFRESH_RETRY_WINDOW: Duration = Duration::seconds(30);
+
+#[derive(Debug, Clone)]
+pub struct UserRow {
+    pub id: UserId,
+    pub email: String,
+    pub password_hash: String,
+    pub locale: Locale,
+    pub disabled: bool,
+    pub created_at: String,
+}
+
+impl UserRow {
+    const COLUMNS: &str = "id, email, password_hash, locale, disabled_at IS NOT NULL, created_at";
+
+    fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            email: r.get(1)?,
+            password_hash: r.get(2)?,
+            locale: r.get(3)?,
+            disabled: r.get(4)?,
+            created_at: r.get(5)?,
+        })
+    }
+
+    pub fn to_out(&self) -> UserOut {
+        UserOut {
+            id: self.id,
+            email: self.email.clone(),
+            locale: self.locale,
+            two_factor: TwoFactorOut {
+                totp: false,
+                msgapp: false,
+            },
+            created_at: self.created_at.clone(),
+        }
+    }
+}
+
+/// Inserts a user; the e-mail must already be normalized (trimmed, lowercased).
+pub fn insert_user(
+    tx: &Transaction<'_>,
+    now: DateTime<Utc>,
+    email: &str,
+    password_hash: &str,
+    locale: Locale,
+) -> Result<UserRow, AppError> {
+    let id = UserId::new();
+    let now = time::format(now);
+    tx.execute(
+        "INSERT INTO users (id, email, password_hash, locale, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        params![id, email, password_hash, locale, now],
+    )
+    .on_constraint("users.email", |_| {
+        AppError::conflict(
+            ErrorCode::EmailTaken,
+            "an account with this e-mail already exists",
+        )
+    })?;
+    Ok(UserRow {
+        id,
+        email: email.to_owned(),
+        password_hash: password_hash.to_owned(),
+        locale,
+        disabled: false,
+        created_at: now,
+    })
+}
+
+pub fn find_user_by_email(c: &Connection, email: &str) -> Result<Option<UserRow>, AppError> {
+    let sql = format!("SELECT {} FROM users WHERE email = ?1", UserRow::COLUMNS);
+    Ok(c.query_row(&sql, [email], UserRow::from_row).optional()?)
+}
+
+pub fn get_user(c: &Connection, id: UserId) -> Result<Option<UserRow>, AppError> {
+    let sql = format!("SELECT {} FROM users WHERE id = ?1", UserRow::COLUMNS);
+    Ok(c.query_row(&sql, [id], UserRow::from_row).optional()?)
+}
+
+pub fn set_locale(
+    tx: &Transaction<'_>,
+    id: UserId,
+    locale: Locale,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE users SET locale = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, locale, time::format(now)],
+    )?;
+    Ok(())
+}
+
+pub fn set_password(
+    tx: &Transaction<'_>,
+    id: UserId,
+    hash: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, hash, time::format(now)],
+    )?;
+    Ok(())
+}
+
+/// Deactivates (revoking every session) or reactivates an account. False when no such e-mail.
+pub fn set_disabled(
+    tx: &Transaction<'_>,
+    email: &str,
+    disabled: bool,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let now_s = time::format(now);
+    let id: Option<UserId> = tx
+        .query_row("SELECT id FROM users WHERE email = ?1", [email], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    let Some(id) = id else { return Ok(false) };
+    tx.execute(
+        "UPDATE users SET disabled_at = CASE WHEN ?2 THEN COALESCE(disabled_at, ?3) END,
+                          updated_at = ?3
+         WHERE id = ?1",
+        params![id, disabled, now_s],
+    )?;
+    if disabled {
+        revoke_user_sessions(tx, id, None, "user_deactivated", now)?;
+    }
+    Ok(true)
+}
+
+/// Lifetimes of the tokens a pair carries.
+#[derive(Debug, Clone, Copy)]
+pub struct Lifetimes {
+    pub access: Duration,
+    pub refresh: Duration,
+}
+
+/// A freshly issued pair; the raw values exist only here, on their way to the client.
+#[derive(Debug)]
+pub struct IssuedPair {
+    pub session_id: SessionId,
+    pub user_id: UserId,
+    pub access: String,
+    pub refresh: String,
+}
+
+pub fn create_session(
+    tx: &Transaction<'_>,
+    user_id: UserId,
+    device_name: &str,
+    address: &str,
+    now: DateTime<Utc>,
+    life: Lifetimes,
+) -> Result<IssuedPair, AppError> {
+    let id = SessionId::new();
+    let now_s = time::format(now);
+    tx.execute(
+        "INSERT INTO sessions (id, user_id, device_name, address, created_at, last_used_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        params![id, user_id, device_name, address, now_s],
+    )?;
+    let (_, pair) = issue_pair(tx, id, user_id, now, life)?;
+    Ok(pair)
+}
+
+fn issue_pair(
+    tx: &Transaction<'_>,
+    session_id: SessionId,
+    user_id: UserId,
+    now: DateTime<Utc>,
+    life: Lifetimes,
+) -> Result<(PairId, IssuedPair), AppError> {
+    let id = PairId::new();
+    let (access, refresh) = (
+        secrets::new_token(ACCESS_PREFIX),
+        secrets::new_token(REFRESH_PREFIX),
+    );
+    tx.execute(
+        "INSERT INTO token_pairs (id, session_id, access_hash, refresh_hash, created_at,
+                                  access_expires_at, refresh_expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            id,
+            session_id,
+            secrets::hash(&access),
+            secrets::hash(&refresh),
+            time::format(now),
+            time::format(now + life.access),
+            time::format(now + life.refresh),
+        ],
+    )?;
+    Ok((
+        id,
+        IssuedPair {
+            session_id,
+            user_id,
+            access,
+            refresh,
+        },
+    ))
+}
+
+/// What presenting a refresh token led to (spec 3, refresh token rows).
+#[derive(Debug)]
+pub enum Refreshed {
+    Issued(IssuedPair),
+    /// Unknown, expired, retired, or its session has ended.
+    Invalid,
+    /// Presented again outside the retry window, or after its replacement was used: the
+    /// session has been revoked (commit this!).
+    Reused,
+}
+
+/// Rotates a refresh token. Runs in the single writer's transaction, so concurrent
+/// presentations of one token are serialized and each lands on exactly one row of the table.
+pub fn refresh(
+    tx: &Transaction<'_>,
+    presented: &str,
+    now: DateTime<Utc>,
+    life: Lifetimes,
+) -> Result<Refreshed, AppError> {
+    let now_s = time::format(now);
+    let row = tx
+        .query_row(
+            "SELECT p.id, p.session_id, s.user_id, p.refresh_expires_at, p.refresh_used_at,
+                    p.replaced_by, p.retired_at IS NOT NULL,
+                    s.revoked_at IS NOT NULL OR u.disabled_at IS NOT NULL
+             FROM token_pairs p
+             JOIN sessions s ON s.id = p.session_id
+             JOIN users u ON u.id = s.user_id
+             WHERE p.refresh_hash = ?1",
+            [secrets::hash(presented)],
+            |r| {
+                Ok((
+                    r.get::<_, PairId>(0)?,
+                    r.get::<_, SessionId>(1)?,
+                    r.get::<_, UserId>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<PairId>>(5)?,
+                    r.get::<_, bool>(6)?,
+                    r.get::<_, bool>(7)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((pair, session, user, expires_at, used_at, replaced_by, retired, ended)) = row else {
+        return Ok(Refreshed::Invalid);
+    };
+    if ended || retired || expires_at <= now_s {
+        return Ok(Refreshed::Invalid);
+    }
+
+    if let Some(used_at) = used_at {
+        let within_window = time::parse(&used_at).is_some_and(|t| now - t <= REFRESH_RETRY_WINDOW);
+        let replacement_unused = match replaced_by {
+            Some(r) => tx.query_row(
+                "SELECT access_used_at IS NULL AND refresh_used_at IS NULL AND retired_at IS NULL
+                 FROM token_pairs WHERE id = ?1",
+                [r],
+                |row| row.get::<_, bool>(0),
+            )?,
+            None => false,
+        };
+        if !(within_window && replacement_unused) {
+            revoke_session(tx, session, "refresh_token_reused", now)?;
+            return Ok(Refreshed::Reused);
+        }
+        // A retry: the pair the client never received is retired, a fresh one replaces it.
+        tx.execute(
+            "UPDATE token_pairs SET retired_at = ?2 WHERE id = ?1",
+            params![replaced_by, now_s],
+        )?;
+    } else {
+        tx.execute(
+            "UPDATE token_pairs SET refresh_used_at = ?2 WHERE id = ?1",
+            params![pair, now_s],
+        )?;
+    }
+    let (new_id, issued) = issue_pair(tx, session, user, now, life)?;
+    tx.execute(
+        "UPDATE token_pairs SET replaced_by = ?2 WHERE id = ?1",
+        params![pair, new_id],
+    )?;
+    Ok(Refreshed::Issued(issued))
+}
+
+pub fn revoke_session(
+    tx: &Transaction<'_>,
+    id: SessionId,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let n = tx.execute(
+        "UPDATE sessions SET revoked_at = ?2, revoke_reason = ?3 WHERE id = ?1 AND revoked_at IS NULL",
+        params![id, time::format(now), reason],
+    )?;
+    Ok(n == 1)
+}
+
+/// Ends every live session of a user, except `keep`.
+pub fn revoke_user_sessions(
+    tx: &Transaction<'_>,
+    user: UserId,
+    keep: Option<SessionId>,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<usize, AppError> {
+    Ok(tx.execute(
+        "UPDATE sessions SET revoked_at = ?3, revoke_reason = ?4
+         WHERE user_id = ?1 AND revoked_at IS NULL AND (?2 IS NULL OR id <> ?2)",
+        params![user, keep, time::format(now), reason],
+    )?)
+}
+
+/// Ends the session a refresh token belongs to, whatever state the token is in.
+pub fn logout(tx: &Transaction<'_>, presented: &str, now: DateTime<Utc>) -> Result<(), AppError> {
+    let session: Option<SessionId> = tx
+        .query_row(
+            "SELECT session_id FROM token_pairs WHERE refresh_hash = ?1",
+            [secrets::hash(presented)],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(s) = session {
+        revoke_session(tx, s, "logout", now)?;
+    }
+    Ok(())
+}
+
+/// Ends one of the user's own sessions. False when it is not theirs or already ended.
+pub fn revoke_own_session(
+    tx: &Transaction<'_>,
+    user: UserId,
+    id: SessionId,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let n = tx.execute(
+        "UPDATE sessions SET revoked_at = ?3, revoke_reason = 'device_revoked'
+         WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
+        params![id, user, time::format(now)],
+    )?;
+    Ok(n == 1)
+}
+
+#[derive(Debug)]
+pub struct SessionRow {
+    pub id: SessionId,
+    pub device_name: String,
+    pub created_at: String,
+    pub last_used_at: String,
+}
+
+/// A user's live sessions, most recently used first, keyset-paged on (last_used_at, id).
+pub fn list_sessions(
+    c: &Connection,
+    user: UserId,
+    after: Option<&(String, String)>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<SessionRow>, AppError> {
+    let (at, id) = after.map_or(("9999".into(), String::new()), |(a, i)| {
+        (a.clone(), i.clone())
+    });
+    let mut stmt = c.prepare_cached(
+        "SELECT id, device_name, created_at, last_used_at FROM sessions
+         WHERE user_id = ?1 AND revoked_at IS NULL AND (last_used_at, id) < (?2, ?3)
+         ORDER BY last_used_at DESC, id DESC LIMIT ?4 OFFSET ?5",
+    )?;
+    let rows = stmt
+        .query_map(params![user, at, id, limit, offset], |r| {
+            Ok(SessionRow {
+                id: r.get(0)?,
+                device_name: r.get(1)?,
+                created_at: r.get(2)?,
+                last_used_at: r.get(3)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub fn count_sessions(c: &Connection, user: UserId) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) FROM sessions WHERE user_id = ?1 AND revoked_at IS NULL",
+        [user],
+        |r| r.get(0),
+    )?)
+}
+
+/// Sign-in failures in the window for this e-mail and this address: (count, oldest) each.
+pub struct Failures {
+    pub by_email: (u32, Option<String>),
+    pub by_address: (u32, Option<String>),
+}
+
+pub fn recent_failures(
+    c: &Connection,
+    email: &str,
+    address: &str,
+    since: DateTime<Utc>,
+) -> Result<Failures, AppError> {
+    let since = time::format(since);
+    let q = |col: &str, v: &str| -> Result<(u32, Option<String>), AppError> {
+        Ok(c.query_row(
+            &format!("SELECT COUNT(*), MIN(at) FROM sign_in_failures WHERE {col} = ?1 AND at > ?2"),
+            params![v, since],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?)
+    };
+    Ok(Failures {
+        by_email: q("email", email)?,
+        by_address: q("address", address)?,
+    })
+}
+
+pub fn record_failure(
+    tx: &Transaction<'_>,
+    email: &str,
+    address: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "INSERT INTO sign_in_failures (email, address, at) VALUES (?1, ?2, ?3)",
+        params![email, address, time::format(now)],
+    )?;
+    Ok(())
+}
+
+/// Removes what the cleanup job no longer needs: old failures and long-dead sessions.
+pub fn purge(
+    tx: &Transaction<'_>,
+    now: DateTime<Utc>,
+    window: Duration,
+) -> Result<usize, AppError> {
+    let failures = tx.execute(
+        "DELETE FROM sign_in_failures WHERE at <= ?1",
+        [time::format(now - window)],
+    )?;
+    // Pairs whose refresh token expired can never be used again.
+    let pairs = tx.execute(
+        "DELETE FROM token_pairs WHERE refresh_expires_at <= ?1",
+        [time::format(now)],
+    )?;
+    Ok(failures + pairs)
+}

@@ -1,0 +1,183 @@
+//! Authentication (spec 5): who is calling. The `authenticate` middleware resolves a bearer
+//! token once per request into a [`Principal`] (and the [`CredentialId`] that rate limits and
+//! idempotency keys are charged to); handlers ask for it with the `Principal` extractor
+//! (401 when absent) or `MaybePrincipal`. Nothing is cached: a revoked, expired or retired
+//! token is refused on its very next use.
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::error::{AppError, ErrorCode};
+use super::rate_limit::CredentialId;
+use crate::ids::{PairId, SessionId, UserId};
+use crate::state::AppState;
+use crate::{secrets, time};
+
+/// How often `sessions.last_used_at` is written at most.
+const LAST_USED_GRANULARITY: chrono::Duration = chrono::Duration::seconds(60);
+
+/// The kind of credential behind a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// A signed-in session's access token.
+    Session {
+        session_id: SessionId,
+        pair_id: PairId,
+    },
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub user_id: UserId,
+    pub credential: Credential,
+}
+
+impl Principal {
+    pub fn session_id(&self) -> Option<SessionId> {
+        match &self.credential {
+            Credential::Session { session_id, .. } => Some(*session_id),
+        }
+    }
+}
+
+/// A caller who may or may not be authenticated.
+#[derive(Debug, Clone)]
+pub struct MaybePrincipal(pub Option<Principal>);
+
+pub fn unauthorized() -> AppError {
+    AppError::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorCode::Unauthorized,
+        "missing, expired or revoked credentials",
+    )
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Principal {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
+        parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .ok_or_else(unauthorized)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for MaybePrincipal {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(MaybePrincipal(parts.extensions.get::<Principal>().cloned()))
+    }
+}
+
+struct Resolved {
+    principal: Principal,
+    first_use: bool,
+    last_used_at: String,
+}
+
+fn bearer(req: &Request) -> Option<&str> {
+    let v = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Looks a session access token up; only a live token of a live session of an active user
+/// resolves.
+fn resolve_session(
+    c: &Connection,
+    hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<Option<Resolved>, AppError> {
+    Ok(c.query_row(
+        "SELECT s.user_id, s.id, p.id, p.access_used_at IS NULL, s.last_used_at
+         FROM token_pairs p
+         JOIN sessions s ON s.id = p.session_id
+         JOIN users u ON u.id = s.user_id
+         WHERE p.access_hash = ?1 AND p.access_expires_at > ?2 AND p.retired_at IS NULL
+           AND s.revoked_at IS NULL AND u.disabled_at IS NULL",
+        params![hash, time::format(now)],
+        |r| {
+            Ok(Resolved {
+                principal: Principal {
+                    user_id: r.get(0)?,
+                    credential: Credential::Session {
+                        session_id: r.get(1)?,
+                        pair_id: r.get(2)?,
+                    },
+                },
+                first_use: r.get(3)?,
+                last_used_at: r.get(4)?,
+            })
+        },
+    )
+    .optional()?)
+}
+
+/// Resolves the bearer token, if any, into request extensions. Never rejects: an invalid
+/// token leaves the request anonymous, and the `Principal` extractor answers 401.
+pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
+    if let Some(token) = bearer(&req) {
+        let (hash, now) = (secrets::hash(token), st.clock.now());
+        match st.db.read(move |c| resolve_session(c, &hash, now)).await {
+            Ok(Some(found)) => {
+                note_use(&st, &found, now).await;
+                let credential = match &found.principal.credential {
+                    Credential::Session { session_id, .. } => format!("session:{session_id}"),
+                };
+                req.extensions_mut().insert(CredentialId(credential));
+                req.extensions_mut().insert(found.principal);
+            }
+            Ok(None) => tracing::debug!("bearer token did not resolve"),
+            Err(e) => tracing::error!(error = ?e, "could not resolve a bearer token"),
+        }
+    }
+    next.run(req).await
+}
+
+/// Records the first use of an access token (a refresh retry must see it) and, at most once
+/// a minute, the session's `last_used_at`.
+async fn note_use(st: &AppState, found: &Resolved, now: DateTime<Utc>) {
+    let stale = time::parse(&found.last_used_at).is_none_or(|t| now - t >= LAST_USED_GRANULARITY);
+    if !found.first_use && !stale {
+        return;
+    }
+    let Credential::Session {
+        session_id,
+        pair_id,
+    } = found.principal.credential.clone();
+    let first_use = found.first_use;
+    let res = st
+        .db
+        .write(move |tx| {
+            let now = time::format(now);
+            if first_use {
+                tx.execute(
+                    "UPDATE token_pairs SET access_used_at = ?2 WHERE id = ?1 AND access_used_at IS NULL",
+                    params![pair_id, now],
+                )?;
+            }
+            if stale {
+                tx.execute(
+                    "UPDATE sessions SET last_used_at = ?2 WHERE id = ?1",
+                    params![session_id, now],
+                )?;
+            }
+            Ok(())
+        })
+        .await;
+    if let Err(e) = res {
+        tracing::warn!(error = ?e, "could not record a token's use");
+    }
+}
