@@ -5,8 +5,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use chrono::{DateTime, Utc};
 
 use super::model::{
-    DeviceSessionOut, Locale, LoginIn, LoginOut, MePatch, PasswordIn, RefreshIn, RegisterIn,
-    SessionOut, UserOut,
+    ChallengeOut, DeviceSessionOut, Locale, LoginIn, LoginOut, MePatch, PasswordIn, RefreshIn,
+    RegisterIn, SessionOut, UserOut,
 };
 use super::store::{self, IssuedPair, Lifetimes, Refreshed, UserRow};
 use super::{device, password};
@@ -21,14 +21,14 @@ use crate::setup::store::looks_like_email;
 use crate::state::AppState;
 use crate::time;
 
-fn lifetimes(st: &AppState) -> Lifetimes {
+pub(super) fn lifetimes(st: &AppState) -> Lifetimes {
     Lifetimes {
         access: st.cfg.access_token_ttl,
         refresh: st.cfg.refresh_token_ttl,
     }
 }
 
-fn session_out(st: &AppState, pair: IssuedPair, user: &UserRow) -> SessionOut {
+pub(super) fn session_out(st: &AppState, pair: IssuedPair, user: &UserRow) -> SessionOut {
     let life = lifetimes(st);
     SessionOut {
         token: pair.access,
@@ -146,6 +146,24 @@ pub async fn login(
             )
         });
     let (life, now, id) = (lifetimes(&st), st.clock.now(), user.id);
+    if user.has_second_factor() {
+        let challenge = st
+            .db
+            .write(move |tx| store::create_challenge(tx, id, &device_name, &address, now))
+            .await?;
+        let mut methods = Vec::new();
+        if user.totp_enabled {
+            methods.push("totp");
+        }
+        if user.msgapp_phone.is_some() {
+            methods.push("msgapp");
+        }
+        return Ok(Json(LoginOut::TwoFactorRequired(ChallengeOut {
+            challenge,
+            methods,
+            expires_in: store::CHALLENGE_TTL.num_seconds(),
+        })));
+    }
     let pair = st
         .db
         .write(move |tx| store::create_session(tx, id, &device_name, &address, now, life))
@@ -158,6 +176,14 @@ pub fn account_disabled() -> AppError {
         StatusCode::FORBIDDEN,
         ErrorCode::AccountDisabled,
         "this account is deactivated",
+    )
+}
+
+pub fn incorrect_password() -> AppError {
+    AppError::new(
+        StatusCode::BAD_REQUEST,
+        ErrorCode::IncorrectPassword,
+        "the password is wrong",
     )
 }
 
@@ -238,7 +264,7 @@ pub async fn logout(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn load_user(st: &AppState, p: &Principal) -> Result<UserRow, AppError> {
+pub(super) async fn load_user(st: &AppState, p: &Principal) -> Result<UserRow, AppError> {
     let id = p.user_id;
     st.db
         .read(move |c| store::get_user(c, id))

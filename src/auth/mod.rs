@@ -14,6 +14,8 @@ pub mod handlers;
 pub mod model;
 pub mod password;
 pub mod store;
+pub mod totp;
+pub mod two_factor;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -30,4 +32,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(handlers::change_password))
         .routes(routes!(handlers::list_sessions))
         .routes(routes!(handlers::delete_session))
+        .routes(routes!(two_factor::totp_setup))
+        .routes(routes!(two_factor::totp_enable))
+        .routes(routes!(two_factor::totp_disable))
+        .routes(routes!(two_factor::regenerate_recovery_codes))
+        .routes(routes!(two_factor::verify_totp))
+        .routes(routes!(two_factor::verify_recovery))
 }

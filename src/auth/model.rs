@@ -120,6 +120,7 @@ pub struct SessionOut {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum LoginOut {
     Authenticated(SessionOut),
+    TwoFactorRequired(ChallengeOut),
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -171,4 +172,56 @@ mod tests {
         assert_eq!(Locale::from_accept_language(Some("pt-PT,en")), Locale::PtBr);
         assert_eq!(Locale::from_accept_language(Some("de, fr")), Locale::PtBr);
     }
+}
+
+/// The second step a sign-in still needs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChallengeOut {
+    pub challenge: String,
+    /// `totp`, `msgapp`; ignore values you do not support.
+    pub methods: Vec<&'static str>,
+    /// Seconds left to finish (300).
+    pub expires_in: i64,
+}
+
+/// What an authenticator app needs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TotpSetupOut {
+    /// Base32 secret, for typing in by hand.
+    pub secret: String,
+    pub otpauth_url: String,
+    /// A QR code of `otpauth_url`, PNG, standard base64.
+    pub qr_png_base64: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TotpCodeIn {
+    pub totp_code: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordConfirmIn {
+    pub password: String,
+}
+
+/// Single-use recovery codes, shown once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecoveryCodesOut {
+    pub codes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TotpVerifyIn {
+    pub challenge: String,
+    pub totp_code: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryVerifyIn {
+    pub challenge: String,
+    pub recovery_code: String,
 }

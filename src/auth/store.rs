@@ -22,10 +22,13 @@ pub struct UserRow {
     pub locale: Locale,
     pub disabled: bool,
     pub created_at: String,
+    pub totp_enabled: bool,
+    pub msgapp_phone: Option<String>,
 }
 
 impl UserRow {
-    const COLUMNS: &str = "id, email, password_hash, locale, disabled_at IS NOT NULL, created_at";
+    const COLUMNS: &str = "id, email, password_hash, locale, disabled_at IS NOT NULL, created_at,
+                           totp_secret IS NOT NULL, msgapp_phone";
 
     fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
@@ -35,7 +38,13 @@ impl UserRow {
             locale: r.get(3)?,
             disabled: r.get(4)?,
             created_at: r.get(5)?,
+            totp_enabled: r.get(6)?,
+            msgapp_phone: r.get(7)?,
         })
+    }
+
+    pub fn has_second_factor(&self) -> bool {
+        self.totp_enabled || self.msgapp_phone.is_some()
     }
 
     pub fn to_out(&self) -> UserOut {
@@ -44,8 +53,8 @@ impl UserRow {
             email: self.email.clone(),
             locale: self.locale,
             two_factor: TwoFactorOut {
-                totp: false,
-                msgapp: false,
+                totp: self.totp_enabled,
+                msgapp: self.msgapp_phone.is_some(),
             },
             created_at: self.created_at.clone(),
         }
@@ -80,6 +89,8 @@ pub fn insert_user(
         locale,
         disabled: false,
         created_at: now,
+        totp_enabled: false,
+        msgapp_phone: None,
     })
 }
 
@@ -460,4 +471,204 @@ pub fn purge(
         [time::format(now)],
     )?;
     Ok(failures + pairs)
+}
+
+// ---- second factors -------------------------------------------------------------------
+
+/// How long a sign-in challenge lasts, and how many verify attempts it allows in total.
+pub const CHALLENGE_TTL: Duration = Duration::seconds(300);
+pub const CHALLENGE_ATTEMPTS: u32 = 5;
+const CHALLENGE_PREFIX: &str = "svc_ch_";
+
+/// A user's TOTP secrets: the enabled one, and the one setup showed but enable has not
+/// confirmed yet.
+pub struct TotpState {
+    pub enabled: Option<String>,
+    pub pending: Option<String>,
+}
+
+pub fn totp_state(c: &Connection, user: UserId) -> Result<TotpState, AppError> {
+    Ok(c.query_row(
+        "SELECT totp_secret, totp_pending_secret FROM users WHERE id = ?1",
+        [user],
+        |r| {
+            Ok(TotpState {
+                enabled: r.get(0)?,
+                pending: r.get(1)?,
+            })
+        },
+    )?)
+}
+
+pub fn set_totp_pending(tx: &Transaction<'_>, user: UserId, secret: &str) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE users SET totp_pending_secret = ?2 WHERE id = ?1",
+        params![user, secret],
+    )?;
+    Ok(())
+}
+
+pub fn enable_totp(
+    tx: &Transaction<'_>,
+    user: UserId,
+    step: u64,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE users SET totp_secret = totp_pending_secret, totp_pending_secret = NULL,
+                          totp_last_step = ?2, updated_at = ?3
+         WHERE id = ?1",
+        params![
+            user,
+            i64::try_from(step).unwrap_or(i64::MAX),
+            time::format(now)
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn disable_totp(
+    tx: &Transaction<'_>,
+    user: UserId,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE users SET totp_secret = NULL, totp_pending_secret = NULL, totp_last_step = NULL,
+                          updated_at = ?2
+         WHERE id = ?1",
+        params![user, time::format(now)],
+    )?;
+    forget_recovery_codes_without_factor(tx, user)
+}
+
+/// Records that the code of `step` was accepted; false if it (or a later one) already was,
+/// so a code is never accepted twice within its window.
+pub fn accept_totp_step(tx: &Transaction<'_>, user: UserId, step: u64) -> Result<bool, AppError> {
+    let n = tx.execute(
+        "UPDATE users SET totp_last_step = ?2
+         WHERE id = ?1 AND (totp_last_step IS NULL OR totp_last_step < ?2)",
+        params![user, i64::try_from(step).unwrap_or(i64::MAX)],
+    )?;
+    Ok(n == 1)
+}
+
+/// Replaces the user's recovery codes with these hashes.
+pub fn replace_recovery_codes(
+    tx: &Transaction<'_>,
+    user: UserId,
+    hashes: &[Vec<u8>],
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute("DELETE FROM recovery_codes WHERE user_id = ?1", [user])?;
+    let now = time::format(now);
+    for h in hashes {
+        tx.execute(
+            "INSERT INTO recovery_codes (id, user_id, code_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![uuid::Uuid::now_v7().to_string(), user, h, now],
+        )?;
+    }
+    Ok(())
+}
+
+fn forget_recovery_codes_without_factor(
+    tx: &Transaction<'_>,
+    user: UserId,
+) -> Result<(), AppError> {
+    tx.execute(
+        "DELETE FROM recovery_codes WHERE user_id = ?1
+           AND (SELECT totp_secret IS NULL AND msgapp_phone IS NULL FROM users WHERE id = ?1)",
+        [user],
+    )?;
+    Ok(())
+}
+
+/// Uses up a recovery code; false when it is not one of the user's unused codes.
+pub fn use_recovery_code(
+    tx: &Transaction<'_>,
+    user: UserId,
+    hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let n = tx.execute(
+        "UPDATE recovery_codes SET used_at = ?3
+         WHERE user_id = ?1 AND code_hash = ?2 AND used_at IS NULL",
+        params![user, hash, time::format(now)],
+    )?;
+    Ok(n == 1)
+}
+
+#[derive(Debug, Clone)]
+pub struct ChallengeRow {
+    pub id: String,
+    pub user_id: UserId,
+    pub device_name: String,
+    pub address: String,
+    pub attempts: u32,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Hands out a challenge for the second step of a sign-in; returns its raw value.
+pub fn create_challenge(
+    tx: &Transaction<'_>,
+    user: UserId,
+    device_name: &str,
+    address: &str,
+    now: DateTime<Utc>,
+) -> Result<String, AppError> {
+    let raw = secrets::new_token(CHALLENGE_PREFIX);
+    tx.execute(
+        "INSERT INTO sign_in_challenges (id, challenge_hash, user_id, device_name, address,
+                                         created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            uuid::Uuid::now_v7().to_string(),
+            secrets::hash(&raw),
+            user,
+            device_name,
+            address,
+            time::format(now),
+            time::format(now + CHALLENGE_TTL)
+        ],
+    )?;
+    Ok(raw)
+}
+
+/// A challenge that can still be answered: known, unused and not expired.
+pub fn live_challenge(
+    c: &Connection,
+    raw: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<ChallengeRow>, AppError> {
+    Ok(c.query_row(
+        "SELECT id, user_id, device_name, address, attempts, expires_at FROM sign_in_challenges
+         WHERE challenge_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
+        params![secrets::hash(raw), time::format(now)],
+        |r| {
+            Ok(ChallengeRow {
+                id: r.get(0)?,
+                user_id: r.get(1)?,
+                device_name: r.get(2)?,
+                address: r.get(3)?,
+                attempts: r.get(4)?,
+                expires_at: time::parse(&r.get::<_, String>(5)?).unwrap_or_default(),
+            })
+        },
+    )
+    .optional()?)
+}
+
+pub fn count_challenge_attempt(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE sign_in_challenges SET attempts = attempts + 1 WHERE id = ?1",
+        [id],
+    )?;
+    Ok(())
+}
+
+pub fn use_challenge(tx: &Transaction<'_>, id: &str, now: DateTime<Utc>) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE sign_in_challenges SET used_at = ?2 WHERE id = ?1",
+        params![id, time::format(now)],
+    )?;
+    Ok(())
 }

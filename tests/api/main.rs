@@ -12,3 +12,4 @@ mod paging;
 mod process;
 mod rate_limit;
 mod storage;
+mod two_factor;

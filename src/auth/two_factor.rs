@@ -1,0 +1,294 @@
+//! Second factors (spec 3 challenge rows, 4.1; issue 3): TOTP, recovery codes, and the
+//! verify step of a sign-in that a password step answered with `two_factor_required`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use rusqlite::Transaction;
+
+use super::handlers::{account_disabled, incorrect_password, lifetimes, load_user, session_out};
+use super::model::{
+    PasswordConfirmIn, RecoveryCodesOut, RecoveryVerifyIn, SessionOut, TotpCodeIn, TotpSetupOut,
+    TotpVerifyIn,
+};
+use super::store::{self, CHALLENGE_ATTEMPTS, ChallengeRow, IssuedPair, UserRow};
+use super::totp;
+use crate::http::auth::Principal;
+use crate::http::error::{AppError, ErrorCode};
+use crate::http::extract::Json;
+use crate::secrets;
+use crate::state::AppState;
+
+const RECOVERY_CODES: usize = 10;
+
+fn unix(t: DateTime<Utc>) -> u64 {
+    u64::try_from(t.timestamp()).unwrap_or(0)
+}
+
+fn totp_already_enabled() -> AppError {
+    AppError::conflict(ErrorCode::TotpAlreadyEnabled, "TOTP is already enabled")
+}
+
+/// Starts TOTP setup: a new pending secret (replacing any earlier one) to scan.
+#[utoipa::path(get, path = "/me/2fa/totp/setup", tag = "me", security(("bearer" = [])),
+    responses((status = 200, body = TotpSetupOut), (status = 409, body = crate::http::error::ErrorBody)))]
+pub async fn totp_setup(
+    State(st): State<AppState>,
+    p: Principal,
+) -> Result<Json<TotpSetupOut>, AppError> {
+    let user = load_user(&st, &p).await?;
+    if user.totp_enabled {
+        return Err(totp_already_enabled());
+    }
+    let secret = totp::new_secret();
+    let (url, qr) = totp::provisioning(&secret, &user.email).map_err(AppError::internal)?;
+    let (id, s) = (user.id, secret.clone());
+    st.db
+        .write(move |tx| store::set_totp_pending(tx, id, &s))
+        .await?;
+    Ok(Json(TotpSetupOut {
+        secret,
+        otpauth_url: url,
+        qr_png_base64: qr,
+    }))
+}
+
+/// Turns TOTP on with a code from the pending secret. Also creates recovery codes (see them,
+/// freshly generated, with `POST /me/2fa/recovery-codes`).
+#[utoipa::path(post, path = "/me/2fa/totp/enable", tag = "me", security(("bearer" = [])),
+    request_body = TotpCodeIn,
+    responses((status = 204, description = "Enabled"), (status = 409, body = crate::http::error::ErrorBody),
+              (status = 422, body = crate::http::error::ErrorBody)))]
+pub async fn totp_enable(
+    State(st): State<AppState>,
+    p: Principal,
+    Json(input): Json<TotpCodeIn>,
+) -> Result<StatusCode, AppError> {
+    let (id, now) = (p.user_id, st.clock.now());
+    let codes = new_recovery_codes();
+    st.db
+        .write(move |tx| {
+            let store::TotpState { enabled, pending } = store::totp_state(tx, id)?;
+            if enabled.is_some() {
+                return Err(totp_already_enabled());
+            }
+            let wrong = || AppError::validation([("totp_code", "the code does not match")]);
+            let pending = pending.ok_or_else(|| {
+                AppError::validation([("totp_code", "call GET /me/2fa/totp/setup first")])
+            })?;
+            let step =
+                totp::matching_step(&pending, &input.totp_code, unix(now)).ok_or_else(wrong)?;
+            store::enable_totp(tx, id, step, now)?;
+            store::replace_recovery_codes(tx, id, &codes.1, now)
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Turns TOTP off; needs the account password.
+#[utoipa::path(delete, path = "/me/2fa/totp", tag = "me", security(("bearer" = [])),
+    request_body = PasswordConfirmIn,
+    responses((status = 204, description = "Disabled"), (status = 400, body = crate::http::error::ErrorBody)))]
+pub async fn totp_disable(
+    State(st): State<AppState>,
+    p: Principal,
+    Json(input): Json<PasswordConfirmIn>,
+) -> Result<StatusCode, AppError> {
+    let user = load_user(&st, &p).await?;
+    if !st
+        .hasher
+        .verify(input.password, Some(user.password_hash))
+        .await
+    {
+        return Err(incorrect_password());
+    }
+    let (id, now) = (user.id, st.clock.now());
+    st.db
+        .write(move |tx| store::disable_totp(tx, id, now))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Ten fresh codes and their hashes. Codes are 12 base32 characters (60 bits) in groups.
+fn new_recovery_codes() -> (Vec<String>, Vec<Vec<u8>>) {
+    let codes: Vec<String> = (0..RECOVERY_CODES)
+        .map(|_| {
+            let raw = totp::new_secret().to_lowercase();
+            format!("{}-{}-{}", &raw[0..4], &raw[4..8], &raw[8..12])
+        })
+        .collect();
+    let hashes = codes
+        .iter()
+        .map(|c| secrets::hash(&normalize_recovery(c)))
+        .collect();
+    (codes, hashes)
+}
+
+/// Codes compare without dashes, spaces or case.
+fn normalize_recovery(code: &str) -> String {
+    code.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// Regenerates the recovery codes and shows them, once.
+#[utoipa::path(post, path = "/me/2fa/recovery-codes", tag = "me", security(("bearer" = [])),
+    responses((status = 200, body = RecoveryCodesOut), (status = 409, body = crate::http::error::ErrorBody)))]
+pub async fn regenerate_recovery_codes(
+    State(st): State<AppState>,
+    p: Principal,
+) -> Result<Json<RecoveryCodesOut>, AppError> {
+    let user = load_user(&st, &p).await?;
+    if !user.has_second_factor() {
+        return Err(AppError::conflict(
+            ErrorCode::Conflict,
+            "turn on a second factor before creating recovery codes",
+        ));
+    }
+    let (codes, hashes) = new_recovery_codes();
+    let (id, now) = (user.id, st.clock.now());
+    st.db
+        .write(move |tx| store::replace_recovery_codes(tx, id, &hashes, now))
+        .await?;
+    Ok(Json(RecoveryCodesOut { codes }))
+}
+
+/// How a verify step ended, once its attempt has been counted.
+pub(super) enum Check {
+    Passed,
+    /// A wrong answer: the attempt stays counted and this error is returned.
+    Wrong(AppError),
+}
+
+/// Which factor a verify call uses, for the "not enabled" answer.
+#[derive(Clone, Copy)]
+pub(super) enum Method {
+    Totp,
+    Recovery,
+}
+
+/// The part of every verify call that is the same: a live challenge (else 401
+/// `invalid_challenge`), an active account (403), the factor on (400), an attempt left (429),
+/// then `check`. The attempt is committed even when the answer is wrong; a `check` that
+/// returns `Err` (nothing was really attempted) rolls it back.
+pub(super) async fn verify_challenge<F>(
+    st: &AppState,
+    raw: String,
+    method: Method,
+    check: F,
+) -> Result<Json<SessionOut>, AppError>
+where
+    F: FnOnce(&Transaction<'_>, &ChallengeRow, &UserRow, DateTime<Utc>) -> Result<Check, AppError>
+        + Send
+        + 'static,
+{
+    let (now, life) = (st.clock.now(), lifetimes(st));
+    let outcome: Result<(IssuedPair, UserRow), AppError> = st
+        .db
+        .write(move |tx| {
+            let invalid = || {
+                AppError::new(
+                    StatusCode::UNAUTHORIZED,
+                    ErrorCode::InvalidChallenge,
+                    "the challenge is unknown, used or expired; sign in again",
+                )
+            };
+            let ch = store::live_challenge(tx, &raw, now)?.ok_or_else(invalid)?;
+            let user = store::get_user(tx, ch.user_id)?.ok_or_else(invalid)?;
+            if user.disabled {
+                return Err(account_disabled());
+            }
+            match method {
+                Method::Totp if !user.totp_enabled => {
+                    return Err(AppError::new(
+                        StatusCode::BAD_REQUEST,
+                        ErrorCode::TotpNotEnabled,
+                        "this account has no authenticator app",
+                    ));
+                }
+                _ => {}
+            }
+            if ch.attempts >= CHALLENGE_ATTEMPTS {
+                let wait = (ch.expires_at - now).num_seconds().max(1);
+                return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
+            }
+            store::count_challenge_attempt(tx, &ch.id)?;
+            match check(tx, &ch, &user, now)? {
+                Check::Wrong(e) => Ok(Err(e)),
+                Check::Passed => {
+                    store::use_challenge(tx, &ch.id, now)?;
+                    let pair = store::create_session(
+                        tx,
+                        user.id,
+                        &ch.device_name,
+                        &ch.address,
+                        now,
+                        life,
+                    )?;
+                    Ok(Ok((pair, user)))
+                }
+            }
+        })
+        .await?;
+    let (pair, user) = outcome?;
+    Ok(Json(session_out(st, pair, &user)))
+}
+
+pub(super) fn invalid_code() -> AppError {
+    AppError::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorCode::InvalidCode,
+        "the code is wrong or expired",
+    )
+}
+
+/// Finishes a sign-in with a code from the authenticator app.
+#[utoipa::path(post, path = "/auth/2fa/totp/verify", tag = "auth", request_body = TotpVerifyIn,
+    responses((status = 200, body = SessionOut), (status = 400, body = crate::http::error::ErrorBody),
+              (status = 401, body = crate::http::error::ErrorBody), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 429, body = crate::http::error::ErrorBody)))]
+pub async fn verify_totp(
+    State(st): State<AppState>,
+    Json(input): Json<TotpVerifyIn>,
+) -> Result<Json<SessionOut>, AppError> {
+    let code = input.totp_code;
+    verify_challenge(
+        &st,
+        input.challenge,
+        Method::Totp,
+        move |tx, _, user, now| {
+            let secret = store::totp_state(tx, user.id)?.enabled;
+            let step = secret.and_then(|s| totp::matching_step(&s, &code, unix(now)));
+            match step {
+                Some(step) if store::accept_totp_step(tx, user.id, step)? => Ok(Check::Passed),
+                _ => Ok(Check::Wrong(invalid_code())),
+            }
+        },
+    )
+    .await
+}
+
+/// Finishes a sign-in with a single-use recovery code.
+#[utoipa::path(post, path = "/auth/2fa/recovery/verify", tag = "auth", request_body = RecoveryVerifyIn,
+    responses((status = 200, body = SessionOut), (status = 401, body = crate::http::error::ErrorBody),
+              (status = 403, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody)))]
+pub async fn verify_recovery(
+    State(st): State<AppState>,
+    Json(input): Json<RecoveryVerifyIn>,
+) -> Result<Json<SessionOut>, AppError> {
+    let hash = secrets::hash(&normalize_recovery(&input.recovery_code));
+    verify_challenge(
+        &st,
+        input.challenge,
+        Method::Recovery,
+        move |tx, _, user, now| {
+            if store::use_recovery_code(tx, user.id, &hash, now)? {
+                Ok(Check::Passed)
+            } else {
+                Ok(Check::Wrong(invalid_code()))
+            }
+        },
+    )
+    .await
+}

@@ -1,0 +1,400 @@
+//! Second factors (issue 3): TOTP, recovery codes, and the sign-in challenge rows of spec 3.
+//! TOTP codes come from the RFC 6238 implementation below, not from the server's helper.
+
+use base64::Engine;
+use chrono::Duration;
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+
+use crate::helpers::{Reply, TestApp, spawn_app};
+
+/// RFC 4648 base32 (no padding), as authenticator apps read the secret.
+fn base32_decode(s: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let (mut bits, mut acc, mut out) = (0u32, 0u64, Vec::new());
+    for c in s.trim_end_matches('=').bytes() {
+        let v = ALPHABET
+            .iter()
+            .position(|&a| a == c.to_ascii_uppercase())
+            .expect("base32") as u64;
+        acc = (acc << 5) | v;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(u8::try_from((acc >> bits) & 0xff).unwrap());
+        }
+    }
+    out
+}
+
+/// RFC 6238 TOTP: HOTP (RFC 4226) over the 30 s time step, SHA-1, 6 digits.
+fn rfc6238(secret_b32: &str, unix: i64) -> String {
+    let counter = u64::try_from(unix / 30).unwrap();
+    let mut mac = Hmac::<sha1::Sha1>::new_from_slice(&base32_decode(secret_b32)).unwrap();
+    mac.update(&counter.to_be_bytes());
+    let h = mac.finalize().into_bytes();
+    let offset = (h[19] & 0x0f) as usize;
+    let bin = u32::from_be_bytes([
+        h[offset] & 0x7f,
+        h[offset + 1],
+        h[offset + 2],
+        h[offset + 3],
+    ]);
+    format!("{:06}", bin % 1_000_000)
+}
+
+#[test]
+fn the_test_totp_matches_the_rfc_vectors() {
+    // RFC 6238 appendix B, SHA-1 seed "12345678901234567890", truncated to 6 digits.
+    let seed_b32 = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ";
+    assert_eq!(rfc6238(seed_b32, 59), "287082");
+    assert_eq!(rfc6238(seed_b32, 1_111_111_109), "081804");
+    assert_eq!(rfc6238(seed_b32, 2_000_000_000), "279037");
+}
+
+const PASSWORD: &str = "correct horse battery";
+
+impl TestApp {
+    async fn authed(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut req = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        self.send(req).await
+    }
+
+    fn now_unix(&self) -> i64 {
+        self.clock_now().timestamp()
+    }
+
+    /// Signs up, signs in and turns TOTP on; returns (session token, TOTP secret).
+    async fn with_totp(&self, email: &str) -> (String, String) {
+        let s = self.signed_in(email).await;
+        let token = s["token"].as_str().unwrap().to_string();
+        let setup = self
+            .authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", &token, None)
+            .await;
+        setup.expect(200);
+        let secret = setup.body["secret"].as_str().unwrap().to_string();
+        let code = rfc6238(&secret, self.now_unix());
+        self.authed(
+            reqwest::Method::POST,
+            "/v1/me/2fa/totp/enable",
+            &token,
+            Some(json!({"totp_code": code})),
+        )
+        .await
+        .expect(204);
+        (token, secret)
+    }
+
+    /// Password step of a sign-in that needs a second factor; returns the challenge.
+    async fn challenge(&self, email: &str) -> String {
+        let r = self
+            .post_json(
+                "/v1/auth/login",
+                &json!({"email": email, "password": PASSWORD}),
+            )
+            .await;
+        r.expect(200);
+        assert_eq!(r.body["status"], "two_factor_required", "{}", r.text);
+        r.body["challenge"].as_str().unwrap().to_string()
+    }
+
+    async fn verify_totp(&self, challenge: &str, code: &str) -> Reply {
+        self.post_json(
+            "/v1/auth/2fa/totp/verify",
+            &json!({"challenge": challenge, "totp_code": code}),
+        )
+        .await
+    }
+}
+
+#[tokio::test]
+async fn totp_setup_and_enable() {
+    let app = spawn_app().await;
+    let s = app.signed_in("ana@example.com").await;
+    let token = s["token"].as_str().unwrap();
+    let first = app
+        .authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
+        .await;
+    first.expect(200);
+    let secret = first.body["secret"].as_str().unwrap();
+    assert!(
+        first.body["otpauth_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("otpauth://totp/")
+    );
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(first.body["qr_png_base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+
+    // Each setup call replaces the pending secret: the first one no longer enables.
+    let second = app
+        .authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
+        .await;
+    let secret2 = second.body["secret"].as_str().unwrap().to_string();
+    assert_ne!(secret, secret2);
+    let enable = |code: String| {
+        app.authed(
+            reqwest::Method::POST,
+            "/v1/me/2fa/totp/enable",
+            token,
+            Some(json!({"totp_code": code})),
+        )
+    };
+    let r = enable(rfc6238(secret, app.now_unix())).await;
+    r.expect_error(422, "validation_failed");
+    assert!(r.body["details"]["fields"]["totp_code"].is_string());
+    enable("12345".into())
+        .await
+        .expect_error(422, "validation_failed");
+
+    let r = enable(rfc6238(&secret2, app.now_unix())).await;
+    r.expect(204);
+    assert!(r.text.is_empty(), "enable returns nothing else");
+    enable(rfc6238(&secret2, app.now_unix()))
+        .await
+        .expect_error(409, "totp_already_enabled");
+    app.authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
+        .await
+        .expect_error(409, "totp_already_enabled");
+    let me = app.get_as("/v1/me", token).await;
+    assert_eq!(
+        me.body["two_factor"],
+        json!({"totp": true, "msgapp": false})
+    );
+    assert!(
+        !me.text.contains(&secret2),
+        "the secret is never shown again"
+    );
+}
+
+#[tokio::test]
+async fn sign_in_with_totp() {
+    let app = spawn_app().await;
+    let (_, secret) = app.with_totp("ana@example.com").await;
+    app.clock.advance(Duration::seconds(60)); // past the code used to enable
+    let r = app
+        .post_json(
+            "/v1/auth/login",
+            &json!({"email": "ana@example.com", "password": PASSWORD}),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.body["status"], "two_factor_required");
+    assert_eq!(r.body["methods"], json!(["totp"]));
+    assert_eq!(r.body["expires_in"], 300);
+    assert!(r.body.get("token").is_none());
+    let ch = r.body["challenge"].as_str().unwrap().to_string();
+
+    app.verify_totp(&ch, "000000")
+        .await
+        .expect_error(401, "invalid_code");
+    let ok = app
+        .verify_totp(&ch, &rfc6238(&secret, app.now_unix()))
+        .await;
+    ok.expect(200);
+    assert!(
+        ok.body.get("status").is_none(),
+        "a session, not a login response"
+    );
+    app.get_as("/v1/me", ok.body["token"].as_str().unwrap())
+        .await
+        .expect(200);
+    // A used challenge is done.
+    app.verify_totp(&ch, &rfc6238(&secret, app.now_unix()))
+        .await
+        .expect_error(401, "invalid_challenge");
+}
+
+#[tokio::test]
+async fn a_totp_code_is_accepted_once_and_one_step_of_skew_is_allowed() {
+    let app = spawn_app().await;
+    let (_, secret) = app.with_totp("ana@example.com").await;
+    app.clock.advance(Duration::seconds(90));
+    let code = rfc6238(&secret, app.now_unix());
+    let ch = app.challenge("ana@example.com").await;
+    app.verify_totp(&ch, &code).await.expect(200);
+    let ch = app.challenge("ana@example.com").await;
+    app.verify_totp(&ch, &code)
+        .await
+        .expect_error(401, "invalid_code");
+
+    // The previous step's code still counts (clock skew), two steps back does not.
+    app.clock.advance(Duration::seconds(90));
+    let ch = app.challenge("ana@example.com").await;
+    app.verify_totp(&ch, &rfc6238(&secret, app.now_unix() - 60))
+        .await
+        .expect_error(401, "invalid_code");
+    app.verify_totp(&ch, &rfc6238(&secret, app.now_unix() - 30))
+        .await
+        .expect(200);
+}
+
+#[tokio::test]
+async fn a_challenge_allows_five_attempts_then_429() {
+    let app = spawn_app().await;
+    let (_, secret) = app.with_totp("ana@example.com").await;
+    app.clock.advance(Duration::seconds(60));
+    let ch = app.challenge("ana@example.com").await;
+    for _ in 0..5 {
+        app.verify_totp(&ch, "111111")
+            .await
+            .expect_error(401, "invalid_code");
+    }
+    let r = app
+        .verify_totp(&ch, &rfc6238(&secret, app.now_unix()))
+        .await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn a_challenge_expires_after_300_seconds() {
+    let app = spawn_app().await;
+    let (_, secret) = app.with_totp("ana@example.com").await;
+    let ch = app.challenge("ana@example.com").await;
+    app.clock.advance(Duration::seconds(301));
+    app.verify_totp(&ch, &rfc6238(&secret, app.now_unix()))
+        .await
+        .expect_error(401, "invalid_challenge");
+    app.verify_totp("svc_ch_made-up", "123456")
+        .await
+        .expect_error(401, "invalid_challenge");
+}
+
+#[tokio::test]
+async fn verify_answers_not_enabled_and_account_disabled() {
+    let app = spawn_app().await;
+    let (token, secret) = app.with_totp("ana@example.com").await;
+    app.clock.advance(Duration::seconds(60));
+    let ch = app.challenge("ana@example.com").await;
+    app.authed(
+        reqwest::Method::DELETE,
+        "/v1/me/2fa/totp",
+        &token,
+        Some(json!({"password": "wrong password"})),
+    )
+    .await
+    .expect_error(400, "incorrect_password");
+    app.authed(
+        reqwest::Method::DELETE,
+        "/v1/me/2fa/totp",
+        &token,
+        Some(json!({"password": PASSWORD})),
+    )
+    .await
+    .expect(204);
+    app.verify_totp(&ch, &rfc6238(&secret, app.now_unix()))
+        .await
+        .expect_error(400, "totp_not_enabled");
+    // Without a factor, the password step signs straight in again.
+    let r = app
+        .post_json(
+            "/v1/auth/login",
+            &json!({"email": "ana@example.com", "password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(r.body["status"], "authenticated");
+
+    let (_, secret) = app.with_totp("bia@example.com").await;
+    app.clock.advance(Duration::seconds(60));
+    let ch = app.challenge("bia@example.com").await;
+    app.state
+        .db
+        .write(move |tx| {
+            merchant_admin::auth::store::set_disabled(
+                tx,
+                "bia@example.com",
+                true,
+                chrono::Utc::now(),
+            )
+        })
+        .await
+        .unwrap();
+    app.verify_totp(&ch, &rfc6238(&secret, app.now_unix()))
+        .await
+        .expect_error(403, "account_disabled");
+}
+
+#[tokio::test]
+async fn recovery_codes_sign_in_once_each() {
+    let app = spawn_app().await;
+    let plain = app.signed_in("nofactor@example.com").await;
+    app.authed(
+        reqwest::Method::POST,
+        "/v1/me/2fa/recovery-codes",
+        plain["token"].as_str().unwrap(),
+        None,
+    )
+    .await
+    .expect_error(409, "conflict");
+
+    let (token, _) = app.with_totp("ana@example.com").await;
+    let r = app
+        .authed(
+            reqwest::Method::POST,
+            "/v1/me/2fa/recovery-codes",
+            &token,
+            None,
+        )
+        .await;
+    r.expect(200);
+    let codes: Vec<String> = r.body["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(codes.len(), 10);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM recovery_codes").await,
+        10,
+        "stored as hashes, replaced"
+    );
+
+    let ch = app.challenge("ana@example.com").await;
+    verify_recovery(&app, &ch, "aaaa-bbbb-cccc")
+        .await
+        .expect_error(401, "invalid_code");
+    verify_recovery(&app, &ch, &codes[0].to_uppercase())
+        .await
+        .expect(200);
+    let ch = app.challenge("ana@example.com").await;
+    verify_recovery(&app, &ch, &codes[0])
+        .await
+        .expect_error(401, "invalid_code");
+
+    // Regenerating replaces them all.
+    app.authed(
+        reqwest::Method::POST,
+        "/v1/me/2fa/recovery-codes",
+        &token,
+        None,
+    )
+    .await
+    .expect(200);
+    verify_recovery(&app, &ch, &codes[1])
+        .await
+        .expect_error(401, "invalid_code");
+}
+
+async fn verify_recovery(app: &TestApp, challenge: &str, code: &str) -> Reply {
+    app.post_json(
+        "/v1/auth/2fa/recovery/verify",
+        &json!({"challenge": challenge, "recovery_code": code}),
+    )
+    .await
+}
