@@ -34,6 +34,24 @@ pub enum Command {
     /// Manage user accounts.
     #[command(subcommand)]
     Users(UsersCommand),
+    /// Tools for local development.
+    #[command(subcommand)]
+    Dev(DevCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DevCommand {
+    /// Print the latest messages the `log` messaging-app provider "sent" (sign-in codes...).
+    Outbox(OutboxArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OutboxArgs {
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// How many messages, newest first.
+    #[arg(long, default_value_t = 10)]
+    pub limit: u32,
 }
 
 #[derive(Debug, Subcommand)]
@@ -57,6 +75,12 @@ pub struct DataDirArgs {
     /// Directory holding merchant-admin.db; created if missing.
     #[arg(long, env = "MERCHANT_ADMIN_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MsgappProvider {
+    Log,
+    Cloud,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -138,6 +162,36 @@ pub struct ServeArgs {
     /// Password hashes computed at once (default: half the cores, at least one).
     #[arg(long, env = "MERCHANT_ADMIN_HASH_WORKERS")]
     pub hash_workers: Option<usize>,
+
+    /// Where messaging-app messages (sign-in codes) go: `log` (the outbound_messages table,
+    /// read with `merchant-admin dev outbox`) or `cloud` (the messaging app's Cloud API).
+    #[arg(
+        long,
+        env = "MERCHANT_ADMIN_MSGAPP_PROVIDER",
+        value_enum,
+        default_value = "log"
+    )]
+    pub msgapp_provider: MsgappProvider,
+
+    /// Cloud API base URL, e.g. https://graph.example.com/v20.0 (cloud provider).
+    #[arg(long, env = "MERCHANT_ADMIN_MSGAPP_API_BASE")]
+    pub msgapp_api_base: Option<String>,
+
+    /// The sending phone number's id at the messaging app (cloud provider).
+    #[arg(long, env = "MERCHANT_ADMIN_MSGAPP_PHONE_NUMBER_ID")]
+    pub msgapp_phone_number_id: Option<String>,
+
+    /// Access token for the Cloud API (cloud provider).
+    #[arg(long, env = "MERCHANT_ADMIN_MSGAPP_TOKEN", hide_env_values = true)]
+    pub msgapp_token: Option<String>,
+
+    /// Name of the approved template that carries sign-in codes.
+    #[arg(
+        long,
+        env = "MERCHANT_ADMIN_MSGAPP_OTP_TEMPLATE",
+        default_value = "login_code"
+    )]
+    pub msgapp_otp_template: String,
 
     /// When unversioned paths were deprecated (RFC 3339); sent as the `Deprecation` header.
     #[arg(

@@ -40,6 +40,22 @@ pub struct Config {
     pub sign_in_window: chrono::Duration,
     /// Password hashes computed at once; the rest wait their turn without holding a thread.
     pub hash_workers: usize,
+    /// Where messaging-app messages (sign-in codes) go.
+    pub msgapp: MsgappConfig,
+}
+
+/// The messaging-app provider: `log` writes messages to the `outbound_messages` table (read
+/// them with `merchant-admin dev outbox`); `cloud` calls the messaging app's Cloud API.
+#[derive(Clone)]
+pub enum MsgappConfig {
+    Log,
+    Cloud {
+        api_base: String,
+        phone_number_id: String,
+        token: String,
+        otp_template: String,
+        timeout: Duration,
+    },
 }
 
 impl Config {
@@ -67,6 +83,7 @@ impl Config {
             sign_in_failures: 10,
             sign_in_window: chrono::Duration::minutes(15),
             hash_workers: default_hash_workers(),
+            msgapp: MsgappConfig::Log,
         }
     }
 
@@ -90,6 +107,7 @@ impl Config {
             register_per_hour: a.register_rate_limit,
             sign_in_failures: a.sign_in_failure_limit,
             hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
+            msgapp: msgapp_config(a)?,
             deprecation_date: date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date
@@ -109,4 +127,47 @@ impl Config {
 /// requests keep answering during a flood of sign-ins.
 fn default_hash_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
+impl std::fmt::Debug for MsgappConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Log => f.write_str("Log"),
+            Self::Cloud {
+                api_base,
+                phone_number_id,
+                otp_template,
+                timeout,
+                ..
+            } => f
+                .debug_struct("Cloud")
+                .field("api_base", api_base)
+                .field("phone_number_id", phone_number_id)
+                .field("token", &"<redacted>")
+                .field("otp_template", otp_template)
+                .field("timeout", timeout)
+                .finish(),
+        }
+    }
+}
+
+fn msgapp_config(a: &ServeArgs) -> anyhow::Result<MsgappConfig> {
+    use crate::cli::MsgappProvider;
+    Ok(match a.msgapp_provider {
+        MsgappProvider::Log => MsgappConfig::Log,
+        MsgappProvider::Cloud => {
+            let need = |v: &Option<String>, flag: &str| {
+                v.clone()
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| anyhow::anyhow!("--msgapp-provider cloud needs --{flag}"))
+            };
+            MsgappConfig::Cloud {
+                api_base: need(&a.msgapp_api_base, "msgapp-api-base")?,
+                phone_number_id: need(&a.msgapp_phone_number_id, "msgapp-phone-number-id")?,
+                token: need(&a.msgapp_token, "msgapp-token")?,
+                otp_template: a.msgapp_otp_template.clone(),
+                timeout: Duration::from_secs(10),
+            }
+        }
+    })
 }

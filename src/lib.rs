@@ -11,6 +11,7 @@ pub mod events;
 pub mod http;
 pub mod ids;
 pub mod jobs;
+pub mod msgapp;
 pub mod secrets;
 pub mod setup;
 pub mod state;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Parser;
 use merchant_admin::auth::store as auth_store;
-use merchant_admin::cli::{Cli, Command, LogFormat, SetupArgs, UsersCommand};
+use merchant_admin::cli::{Cli, Command, DevCommand, LogFormat, SetupArgs, UsersCommand};
 use merchant_admin::clock::{Clock, SystemClock};
 use merchant_admin::config::Config;
 use merchant_admin::db::{self, Db, backup, migrate};
@@ -114,6 +114,38 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "activated"
             };
             println!("{email}: {what}");
+            Ok(())
+        }
+        Command::Dev(DevCommand::Outbox(args)) => {
+            let db = Db::open(&db::db_path(&args.data.data_dir))?;
+            let limit = args.limit;
+            let rows = db
+                .read_blocking(|c| {
+                    let mut s = c.prepare(
+                        "SELECT created_at, channel, recipient, template, body FROM outbound_messages
+                         ORDER BY created_at DESC LIMIT ?1",
+                    )?;
+                    let rows = s
+                        .query_map([limit], |r| {
+                            Ok(format!(
+                                "{}  {} to {} ({}): {}",
+                                r.get::<_, String>(0)?,
+                                r.get::<_, String>(1)?,
+                                r.get::<_, String>(2)?,
+                                r.get::<_, String>(3)?,
+                                r.get::<_, String>(4)?
+                            ))
+                        })?
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok(rows)
+                })
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            if rows.is_empty() {
+                println!("(no outbound messages)");
+            }
+            for r in rows {
+                println!("{r}");
+            }
             Ok(())
         }
         Command::Version => {

@@ -12,6 +12,7 @@
 pub mod device;
 pub mod handlers;
 pub mod model;
+pub mod otp;
 pub mod password;
 pub mod store;
 pub mod totp;
@@ -38,4 +39,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(two_factor::regenerate_recovery_codes))
         .routes(routes!(two_factor::verify_totp))
         .routes(routes!(two_factor::verify_recovery))
+        .routes(routes!(otp::msgapp_enable))
+        .routes(routes!(otp::msgapp_confirm))
+        .routes(routes!(otp::msgapp_disable))
+        .routes(routes!(otp::otp_send))
+        .routes(routes!(otp::otp_verify))
 }

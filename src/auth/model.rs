@@ -225,3 +225,38 @@ pub struct RecoveryVerifyIn {
     pub challenge: String,
     pub recovery_code: String,
 }
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MsgappEnableIn {
+    /// The phone in E.164 form, e.g. +5511987654321.
+    pub phone_e164: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodeIn {
+    pub code: String,
+}
+
+/// Where a code went.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CodeSentOut {
+    /// The phone, masked: `+55*******4321`.
+    pub sent_to: String,
+    /// Seconds the code stays valid (300).
+    pub expires_in: i64,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChallengeIn {
+    pub challenge: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OtpVerifyIn {
+    pub challenge: String,
+    pub code: String,
+}

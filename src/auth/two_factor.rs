@@ -165,6 +165,7 @@ pub(super) enum Check {
 #[derive(Clone, Copy)]
 pub(super) enum Method {
     Totp,
+    Msgapp,
     Recovery,
 }
 
@@ -187,15 +188,8 @@ where
     let outcome: Result<(IssuedPair, UserRow), AppError> = st
         .db
         .write(move |tx| {
-            let invalid = || {
-                AppError::new(
-                    StatusCode::UNAUTHORIZED,
-                    ErrorCode::InvalidChallenge,
-                    "the challenge is unknown, used or expired; sign in again",
-                )
-            };
-            let ch = store::live_challenge(tx, &raw, now)?.ok_or_else(invalid)?;
-            let user = store::get_user(tx, ch.user_id)?.ok_or_else(invalid)?;
+            let ch = store::live_challenge(tx, &raw, now)?.ok_or_else(invalid_challenge)?;
+            let user = store::get_user(tx, ch.user_id)?.ok_or_else(invalid_challenge)?;
             if user.disabled {
                 return Err(account_disabled());
             }
@@ -207,6 +201,7 @@ where
                         "this account has no authenticator app",
                     ));
                 }
+                Method::Msgapp if user.msgapp_phone.is_none() => return Err(msgapp_not_enabled()),
                 _ => {}
             }
             if ch.attempts >= CHALLENGE_ATTEMPTS {
@@ -233,6 +228,22 @@ where
         .await?;
     let (pair, user) = outcome?;
     Ok(Json(session_out(st, pair, &user)))
+}
+
+pub(super) fn msgapp_not_enabled() -> AppError {
+    AppError::new(
+        StatusCode::BAD_REQUEST,
+        ErrorCode::Msgapp2faNotEnabled,
+        "this account has no messaging-app factor",
+    )
+}
+
+pub(super) fn invalid_challenge() -> AppError {
+    AppError::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorCode::InvalidChallenge,
+        "the challenge is unknown, used or expired; sign in again",
+    )
 }
 
 pub(super) fn invalid_code() -> AppError {

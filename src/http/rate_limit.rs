@@ -98,8 +98,8 @@ impl RateLimits {
         self.charge(&self.registrations, &format!("ip:{addr}"))
     }
 
-    fn charge(&self, limiter: &Limiter, key: &String) -> Budget {
-        match limiter.check_key(key) {
+    fn charge(&self, limiter: &Limiter, key: &str) -> Budget {
+        match limiter.check_key(&key.to_owned()) {
             Ok(snapshot) => {
                 let quota = snapshot.quota();
                 let limit = quota.burst_size().get();

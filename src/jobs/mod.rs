@@ -29,7 +29,7 @@ pub use worker::{Outcome, run_once};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
 pub enum Job {
-    /// Deletes expired idempotency records and old finished jobs.
+    /// Deletes expired idempotency records, sign-in leftovers and old finished jobs.
     Cleanup,
 }
 

@@ -23,16 +23,22 @@ pub async fn execute(st: AppState, job: Job) -> anyhow::Result<()> {
     match job {
         Job::Cleanup => {
             let now = st.clock.now();
-            let (keys, jobs) = st.db.write(move |tx| cleanup(tx, now)).await?;
-            tracing::info!(idempotency_keys = keys, jobs, "cleanup done");
+            let window = st.cfg.sign_in_window;
+            let (rows, jobs) = st.db.write(move |tx| cleanup(tx, now, window)).await?;
+            tracing::info!(rows, jobs, "cleanup done");
             Ok(())
         }
     }
 }
 
 #[tracing::instrument(skip_all)]
-fn cleanup(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(usize, usize), AppError> {
-    let keys = idempotency::purge_expired(tx, now)?;
+fn cleanup(
+    tx: &Transaction<'_>,
+    now: DateTime<Utc>,
+    sign_in_window: chrono::Duration,
+) -> Result<(usize, usize), AppError> {
+    let keys =
+        idempotency::purge_expired(tx, now)? + crate::auth::store::purge(tx, now, sign_in_window)?;
     let jobs = tx.execute(
         "DELETE FROM jobs WHERE (state = 'done' AND updated_at <= ?1)
                              OR (state = 'dead' AND updated_at <= ?2)",

@@ -634,3 +634,42 @@ async fn budgets_and_idempotency_keys_belong_to_the_credential() {
     assert_eq!(a2.header("idempotent-replayed"), Some("true"));
     assert_eq!(a2.body["call"], a.body["call"]);
 }
+
+#[tokio::test]
+async fn cleanup_removes_what_can_never_be_used_again() {
+    let app = spawn_app_with(|c| c.workers = 0).await;
+    let gone = app.signed_in("ana@example.com").await;
+    app.post_json(
+        "/v1/auth/logout",
+        &json!({"refresh_token": refresh_token(&gone)}),
+    )
+    .await
+    .expect(204);
+    app.post_json(
+        "/v1/auth/login",
+        &json!({"email": "ana@example.com", "password": "nope nope"}),
+    )
+    .await
+    .expect_error(401, "invalid_credentials");
+    app.clock.advance(Duration::days(31));
+    let live = app.login_as("ana@example.com", "still here").await.body;
+
+    let now = app.clock_now();
+    app.state
+        .db
+        .write(move |tx| {
+            merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Job::Cleanup, now)
+        })
+        .await
+        .unwrap();
+    let ran = merchant_admin::jobs::run_once(&app.state).await.unwrap();
+    assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
+    assert_eq!(app.count("SELECT COUNT(*) FROM sign_in_failures").await, 0);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM sessions").await,
+        1,
+        "only the live session"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM token_pairs").await, 1);
+    app.get_as("/v1/me", token(&live)).await.expect(200);
+}

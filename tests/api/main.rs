@@ -7,6 +7,7 @@ mod idempotency;
 mod identity;
 mod jobs;
 mod logging;
+mod msgapp;
 mod openapi;
 mod paging;
 mod process;

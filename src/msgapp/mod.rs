@@ -1,0 +1,149 @@
+//! The messaging-app provider (issue 3): how sign-in and confirmation codes reach a phone.
+//!
+//! Invariants:
+//! - One interface, two implementations chosen by `--msgapp-provider`: `log` (default, no
+//!   outside service) stores the message in `outbound_messages` for `merchant-admin dev
+//!   outbox`; `cloud` posts a template message to the Cloud API with ureq, off the async
+//!   runtime, with a 10 s timeout.
+//! - A code never appears in a log line, whatever the provider.
+
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+use serde_json::json;
+
+use crate::auth::model::Locale;
+use crate::config::MsgappConfig;
+use crate::db::{Db, run_blocking};
+use crate::time;
+
+/// Why a message did not go out.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("the messaging app answered {0}")]
+    Status(u16),
+    #[error("could not reach the messaging app: {0}")]
+    Transport(String),
+    #[error("could not record the message: {0}")]
+    Store(String),
+}
+
+/// A one-time code to send with the code template.
+pub struct CodeMessage<'a> {
+    pub to: &'a str,
+    pub code: &'a str,
+    pub locale: Locale,
+}
+
+/// Shows only the country code and the last four digits: `+55******4321`.
+pub fn mask_phone(phone: &str) -> String {
+    let chars: Vec<char> = phone.chars().collect();
+    if chars.len() <= 7 {
+        return "*".repeat(chars.len());
+    }
+    let head: String = chars[..3].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}{}{tail}", "*".repeat(chars.len() - 7))
+}
+
+fn language(locale: Locale) -> &'static str {
+    match locale {
+        Locale::PtBr => "pt_BR",
+        Locale::EnUs => "en_US",
+    }
+}
+
+/// Sends a code message with the configured provider.
+pub async fn send_code(
+    cfg: &MsgappConfig,
+    db: &Db,
+    msg: CodeMessage<'_>,
+    now: DateTime<Utc>,
+) -> Result<(), SendError> {
+    let masked = mask_phone(msg.to);
+    let result = match cfg {
+        MsgappConfig::Log => {
+            let (to, code) = (msg.to.to_owned(), msg.code.to_owned());
+            let body = match msg.locale {
+                Locale::PtBr => format!("Seu código de acesso: {code}"),
+                Locale::EnUs => format!("Your sign-in code: {code}"),
+            };
+            db.write(move |tx| {
+                tx.execute(
+                    "INSERT INTO outbound_messages (id, channel, recipient, template, body, created_at)
+                     VALUES (?1, 'msgapp', ?2, 'login_code', ?3, ?4)",
+                    params![uuid::Uuid::now_v7().to_string(), to, body, time::format(now)],
+                )?;
+                Ok(())
+            })
+            .await
+            .map_err(|e| SendError::Store(e.to_string()))
+        }
+        MsgappConfig::Cloud {
+            api_base,
+            phone_number_id,
+            token,
+            otp_template,
+            timeout,
+        } => {
+            let url = format!(
+                "{}/{phone_number_id}/messages",
+                api_base.trim_end_matches('/')
+            );
+            let body = json!({
+                "messaging_product": "msgapp",
+                "to": msg.to,
+                "type": "template",
+                "template": {
+                    "name": otp_template,
+                    "language": {"code": language(msg.locale)},
+                    "components": [{
+                        "type": "body",
+                        "parameters": [{"type": "text", "text": msg.code}],
+                    }],
+                },
+            })
+            .to_string();
+            let (token, timeout) = (token.clone(), *timeout);
+            run_blocking(move || post_json(&url, &token, &body, timeout)).await
+        }
+    };
+    match &result {
+        Ok(()) => tracing::info!(to = %masked, "msgapp code message sent"),
+        Err(e) => tracing::warn!(to = %masked, error = %e, "msgapp code message failed"),
+    }
+    result
+}
+
+fn post_json(
+    url: &str,
+    token: &str,
+    body: &str,
+    timeout: std::time::Duration,
+) -> Result<(), SendError> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let res = agent
+        .post(url)
+        .header("Authorization", &format!("Bearer {token}"))
+        .content_type("application/json")
+        .send(body)
+        .map_err(|e| SendError::Transport(e.to_string()))?;
+    let status = res.status().as_u16();
+    if (200..300).contains(&status) {
+        Ok(())
+    } else {
+        Err(SendError::Status(status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn phones_are_masked_to_country_code_and_last_four() {
+        assert_eq!(super::mask_phone("+5511987654321"), "+55*******4321");
+        assert_eq!(super::mask_phone("+1234"), "*****");
+    }
+}

@@ -1,0 +1,405 @@
+//! The messaging-app factor and sign-in codes (spec 3 messaging-app code rows; issue 3).
+//! The Cloud API is a small local server started by the test, so ureq's real path runs.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration as StdDuration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use chrono::Duration;
+use merchant_admin::config::MsgappConfig;
+use serde_json::{Value, json};
+
+use crate::helpers::{Reply, TestApp, spawn_app, spawn_app_with};
+
+const PASSWORD: &str = "correct horse battery";
+const PHONE: &str = "+5511987654321";
+
+/// What the fake Cloud API received: (path id, authorization header, JSON body).
+type Received = Arc<Mutex<Vec<(String, String, Value)>>>;
+
+#[derive(Clone)]
+struct Fake {
+    received: Received,
+    status: Arc<Mutex<StatusCode>>,
+    delay: Arc<Mutex<StdDuration>>,
+}
+
+async fn fake_messages(
+    State(f): State<Fake>,
+    Path(phone_id): Path<String>,
+    headers: HeaderMap,
+    body: String,
+) -> StatusCode {
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    f.received.lock().unwrap().push((
+        phone_id,
+        auth,
+        serde_json::from_str(&body).unwrap_or(Value::Null),
+    ));
+    let delay = *f.delay.lock().unwrap();
+    tokio::time::sleep(delay).await;
+    *f.status.lock().unwrap()
+}
+
+async fn start_fake() -> (Fake, SocketAddr) {
+    let fake = Fake {
+        received: Received::default(),
+        status: Arc::new(Mutex::new(StatusCode::OK)),
+        delay: Arc::new(Mutex::new(StdDuration::ZERO)),
+    };
+    let app = Router::new()
+        .route("/v20.0/{phone_id}/messages", post(fake_messages))
+        .with_state(fake.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (fake, addr)
+}
+
+impl Fake {
+    fn last_code(&self) -> String {
+        let r = self.received.lock().unwrap();
+        let body = &r.last().expect("a message was sent").2;
+        body["template"]["components"][0]["parameters"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+}
+
+async fn cloud_app() -> (TestApp, Fake) {
+    let (fake, addr) = start_fake().await;
+    let app = spawn_app_with(move |c| {
+        c.msgapp = MsgappConfig::Cloud {
+            api_base: format!("http://{addr}/v20.0/"),
+            phone_number_id: "PNID".into(),
+            token: "cloud-token".into(),
+            otp_template: "login_code".into(),
+            timeout: StdDuration::from_millis(500),
+        };
+    })
+    .await;
+    (app, fake)
+}
+
+impl TestApp {
+    async fn as_user(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Value,
+    ) -> Reply {
+        self.send(
+            self.client
+                .request(method, self.url(path))
+                .bearer_auth(token)
+                .json(&body),
+        )
+        .await
+    }
+
+    /// Signs up, signs in and turns the messaging-app factor on through the Cloud API fake.
+    async fn with_msgapp(&self, fake: &Fake, email: &str) -> String {
+        let s = self.signed_in(email).await;
+        let token = s["token"].as_str().unwrap().to_string();
+        self.as_user(
+            reqwest::Method::POST,
+            "/v1/me/2fa/msgapp/enable",
+            &token,
+            json!({"phone_e164": PHONE}),
+        )
+        .await
+        .expect(200);
+        self.as_user(
+            reqwest::Method::POST,
+            "/v1/me/2fa/msgapp/confirm",
+            &token,
+            json!({"code": fake.last_code()}),
+        )
+        .await
+        .expect(204);
+        token
+    }
+
+    async fn msgapp_challenge(&self, email: &str) -> String {
+        let r = self
+            .post_json(
+                "/v1/auth/login",
+                &json!({"email": email, "password": PASSWORD}),
+            )
+            .await;
+        assert_eq!(r.body["status"], "two_factor_required", "{}", r.text);
+        r.body["challenge"].as_str().unwrap().to_string()
+    }
+
+    async fn otp_send(&self, challenge: &str) -> Reply {
+        self.post_json("/v1/auth/otp/send", &json!({"challenge": challenge}))
+            .await
+    }
+
+    async fn otp_verify(&self, challenge: &str, code: &str) -> Reply {
+        self.post_json(
+            "/v1/auth/otp/verify",
+            &json!({"challenge": challenge, "code": code}),
+        )
+        .await
+    }
+}
+
+fn other_code(code: &str) -> String {
+    format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000)
+}
+
+#[tokio::test]
+async fn enabling_with_the_log_provider_and_reading_the_code_locally() {
+    let app = spawn_app().await;
+    let s = app.signed_in("ana@example.com").await;
+    let token = s["token"].as_str().unwrap();
+    let enable = |phone: &str| {
+        app.as_user(
+            reqwest::Method::POST,
+            "/v1/me/2fa/msgapp/enable",
+            token,
+            json!({"phone_e164": phone}),
+        )
+    };
+    let r = enable("11 98765-4321").await;
+    r.expect_error(422, "validation_failed");
+    assert!(r.body["details"]["fields"]["phone_e164"].is_string());
+    let r = enable(PHONE).await;
+    r.expect(200);
+    assert_eq!(
+        r.body,
+        json!({"sent_to": "+55*******4321", "expires_in": 300})
+    );
+
+    // `merchant-admin dev outbox` shows what the log provider "sent".
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_merchant-admin"))
+        .args(["dev", "outbox", "--data-dir"])
+        .arg(app.data_dir.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success() && shown.contains(PHONE), "{shown}");
+    let code: String = shown
+        .trim()
+        .chars()
+        .rev()
+        .take(6)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    assert!(code.chars().all(|c| c.is_ascii_digit()), "{shown}");
+
+    let confirm = |code: String| {
+        app.as_user(
+            reqwest::Method::POST,
+            "/v1/me/2fa/msgapp/confirm",
+            token,
+            json!({"code": code}),
+        )
+    };
+    confirm(other_code(&code))
+        .await
+        .expect_error(422, "invalid_verification_code");
+    confirm(code.clone()).await.expect(204);
+    let me = app.get_as("/v1/me", token).await;
+    assert_eq!(
+        me.body["two_factor"],
+        json!({"totp": false, "msgapp": true})
+    );
+    enable(PHONE).await.expect_error(409, "conflict");
+}
+
+#[tokio::test]
+async fn the_cloud_provider_sends_a_template_message() {
+    let (app, fake) = cloud_app().await;
+    let s = app.signed_in("ana@example.com").await;
+    let token = s["token"].as_str().unwrap();
+    app.as_user(
+        reqwest::Method::PATCH,
+        "/v1/me",
+        token,
+        json!({"locale": "en-US"}),
+    )
+    .await
+    .expect(200);
+    app.as_user(
+        reqwest::Method::POST,
+        "/v1/me/2fa/msgapp/enable",
+        token,
+        json!({"phone_e164": PHONE}),
+    )
+    .await
+    .expect(200);
+    let (phone_id, auth, body) = fake.received.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(phone_id, "PNID");
+    assert_eq!(auth, "Bearer cloud-token");
+    assert_eq!(body["to"], PHONE);
+    assert_eq!(body["type"], "template");
+    assert_eq!(body["template"]["name"], "login_code");
+    assert_eq!(body["template"]["language"]["code"], "en_US");
+    assert_eq!(fake.last_code().len(), 6);
+}
+
+#[tokio::test]
+async fn sign_in_with_a_messaging_app_code() {
+    let (app, fake) = cloud_app().await;
+    app.with_msgapp(&fake, "ana@example.com").await;
+    app.clock.advance(Duration::seconds(60));
+    let r = app
+        .post_json(
+            "/v1/auth/login",
+            &json!({"email": "ana@example.com", "password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(r.body["methods"], json!(["msgapp"]));
+    let ch = r.body["challenge"].as_str().unwrap().to_string();
+
+    app.otp_verify(&ch, "123456")
+        .await
+        .expect_error(400, "no_pending_code");
+    let sent = app.otp_send(&ch).await;
+    sent.expect(200);
+    assert_eq!(
+        sent.body,
+        json!({"sent_to": "+55*******4321", "expires_in": 300})
+    );
+    let first = fake.last_code();
+    app.otp_verify(&ch, &other_code(&first))
+        .await
+        .expect_error(401, "invalid_code");
+
+    // Sending again is limited to once per 30 s per challenge, then replaces the code.
+    let r = app.otp_send(&ch).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some());
+    app.clock.advance(Duration::seconds(31));
+    app.otp_send(&ch).await.expect(200);
+    let second = fake.last_code();
+    if second != first {
+        app.otp_verify(&ch, &first)
+            .await
+            .expect_error(401, "invalid_code");
+    }
+    let ok = app.otp_verify(&ch, &second).await;
+    ok.expect(200);
+    app.get_as("/v1/me", ok.body["token"].as_str().unwrap())
+        .await
+        .expect(200);
+    app.otp_verify(&ch, &second)
+        .await
+        .expect_error(401, "invalid_challenge");
+}
+
+#[tokio::test]
+async fn five_wrong_codes_burn_it_and_then_the_challenge_is_spent() {
+    let (app, fake) = cloud_app().await;
+    app.with_msgapp(&fake, "ana@example.com").await;
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect(200);
+    let code = fake.last_code();
+    for _ in 0..4 {
+        app.otp_verify(&ch, &other_code(&code))
+            .await
+            .expect_error(401, "invalid_code");
+    }
+    app.otp_verify(&ch, &other_code(&code))
+        .await
+        .expect_error(400, "too_many_attempts");
+    // The challenge's five attempts are used up too, even for the right code.
+    app.otp_verify(&ch, &code)
+        .await
+        .expect_error(429, "rate_limited");
+}
+
+#[tokio::test]
+async fn codes_need_the_factor_on() {
+    let (app, fake) = cloud_app().await;
+    let token = app.with_msgapp(&fake, "ana@example.com").await;
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.as_user(
+        reqwest::Method::DELETE,
+        "/v1/me/2fa/msgapp",
+        &token,
+        json!({"password": "not it at all"}),
+    )
+    .await
+    .expect_error(400, "incorrect_password");
+    app.as_user(
+        reqwest::Method::DELETE,
+        "/v1/me/2fa/msgapp",
+        &token,
+        json!({"password": PASSWORD}),
+    )
+    .await
+    .expect(204);
+    app.otp_send(&ch)
+        .await
+        .expect_error(400, "msgapp_2fa_not_enabled");
+    app.otp_verify(&ch, "123456")
+        .await
+        .expect_error(400, "msgapp_2fa_not_enabled");
+    app.otp_send("svc_ch_nope")
+        .await
+        .expect_error(401, "invalid_challenge");
+}
+
+#[tokio::test]
+async fn failed_deliveries_are_502_and_leave_no_code() {
+    let (app, fake) = cloud_app().await;
+    app.with_msgapp(&fake, "ana@example.com").await;
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    *fake.status.lock().unwrap() = StatusCode::INTERNAL_SERVER_ERROR;
+    app.otp_send(&ch)
+        .await
+        .expect_error(502, "otp_delivery_failed");
+    app.otp_verify(&ch, &fake.last_code())
+        .await
+        .expect_error(400, "no_pending_code");
+
+    // A receiver slower than the timeout is a failure too.
+    *fake.status.lock().unwrap() = StatusCode::OK;
+    *fake.delay.lock().unwrap() = StdDuration::from_secs(3);
+    app.clock.advance(Duration::seconds(31));
+    app.otp_send(&ch)
+        .await
+        .expect_error(502, "otp_delivery_failed");
+
+    let bia = app.signed_in("bia@example.com").await;
+    app.as_user(
+        reqwest::Method::POST,
+        "/v1/me/2fa/msgapp/enable",
+        bia["token"].as_str().unwrap(),
+        json!({"phone_e164": PHONE}),
+    )
+    .await
+    .expect_error(502, "msgapp_send_failed");
+}
+
+#[tokio::test]
+async fn five_sends_per_hour_per_user() {
+    let (app, fake) = cloud_app().await;
+    app.with_msgapp(&fake, "ana@example.com").await; // the enable code is send 1
+    for _ in 0..4 {
+        app.clock.advance(Duration::seconds(31));
+        let ch = app.msgapp_challenge("ana@example.com").await;
+        app.otp_send(&ch).await.expect(200);
+    }
+    app.clock.advance(Duration::seconds(31));
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect_error(429, "rate_limited");
+    app.clock.advance(Duration::hours(1));
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect(200);
+}
