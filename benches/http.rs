@@ -5,34 +5,44 @@
 //! `cargo bench --bench http -- [--seconds 10] [--connections 64] [--only NAME]`
 //!
 //! The server logs every request at info level (to /dev/null), as in production; rate
-//! limits are raised so the budget does not shape the load.
+//! limits and the sign-in lockout are raised so they do not shape the load.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde_json::{Value, json};
+
 const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
+const PASSWORD: &str = "benchmark password";
+
+/// One kind of request a scenario sends over and over.
+#[derive(Clone)]
+struct Call {
+    method: reqwest::Method,
+    path: String,
+    bearer: Option<String>,
+    body: Option<Value>,
+}
+
+impl Call {
+    fn get(path: &str) -> Self {
+        Self {
+            method: reqwest::Method::GET,
+            path: path.into(),
+            bearer: None,
+            body: None,
+        }
+    }
+}
 
 struct Scenario {
     name: &'static str,
-    method: reqwest::Method,
-    path: &'static str,
-}
-
-fn scenarios() -> Vec<Scenario> {
-    vec![
-        Scenario {
-            name: "GET /healthz",
-            method: reqwest::Method::GET,
-            path: "/healthz",
-        },
-        Scenario {
-            name: "GET /v1/openapi/admin.json",
-            method: reqwest::Method::GET,
-            path: "/v1/openapi/admin.json",
-        },
-    ]
+    call: Call,
+    connections: Option<usize>,
+    /// Load kept running in the background while `call` is measured.
+    background: Option<(Call, usize)>,
 }
 
 struct Args {
@@ -88,6 +98,7 @@ fn start_server(data_dir: &std::path::Path) -> (Server, String) {
             "--rate-limit-authenticated",
             "1000000000",
         ])
+        .args(["--sign-in-failure-limit", "1000000000"])
         .arg("--data-dir")
         .arg(data_dir)
         .env("MERCHANT_ADMIN_LOG", "info")
@@ -104,39 +115,47 @@ fn start_server(data_dir: &std::path::Path) -> (Server, String) {
     (Server(child), base)
 }
 
-struct Result {
+struct Measured {
     requests: usize,
     errors: usize,
     elapsed: Duration,
     latencies: Vec<Duration>,
 }
 
-async fn run(s: &Scenario, base: &str, args: &Args) -> Result {
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(args.connections)
-        .build()
-        .unwrap();
-    let url = Arc::new(format!("{base}{}", s.path));
-    // Warm up connections and caches.
-    for _ in 0..200 {
-        let _ = client.request(s.method.clone(), url.as_str()).send().await;
+async fn send(client: &reqwest::Client, base: &str, call: &Call) -> bool {
+    let mut req = client.request(call.method.clone(), format!("{base}{}", call.path));
+    if let Some(t) = &call.bearer {
+        req = req.bearer_auth(t);
     }
+    if let Some(b) = &call.body {
+        req = req.json(b);
+    }
+    match req.send().await {
+        Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
+        _ => false,
+    }
+}
+
+/// Drives `call` from `connections` tasks until `until`.
+async fn drive(
+    client: &reqwest::Client,
+    base: &Arc<String>,
+    call: &Call,
+    connections: usize,
+    until: Instant,
+) -> Measured {
     let started = Instant::now();
-    let until = started + Duration::from_secs(args.seconds);
     let mut tasks = Vec::new();
-    for _ in 0..args.connections {
-        let (client, url, method) = (client.clone(), url.clone(), s.method.clone());
+    for _ in 0..connections {
+        let (client, base, call) = (client.clone(), base.clone(), call.clone());
         tasks.push(tokio::spawn(async move {
-            let (mut lat, mut errors) = (Vec::with_capacity(100_000), 0usize);
+            let (mut lat, mut errors) = (Vec::new(), 0usize);
             while Instant::now() < until {
                 let t = Instant::now();
-                match client.request(method.clone(), url.as_str()).send().await {
-                    Ok(r) if r.status().is_success() => {
-                        let _ = r.bytes().await;
-                        lat.push(t.elapsed());
-                    }
-                    _ => errors += 1,
+                if send(&client, &base, &call).await {
+                    lat.push(t.elapsed());
+                } else {
+                    errors += 1;
                 }
             }
             (lat, errors)
@@ -148,14 +167,48 @@ async fn run(s: &Scenario, base: &str, args: &Args) -> Result {
         latencies.extend(l);
         errors += e;
     }
-    let elapsed = started.elapsed();
     latencies.sort_unstable();
-    Result {
+    Measured {
         requests: latencies.len(),
         errors,
-        elapsed,
+        elapsed: started.elapsed(),
         latencies,
     }
+}
+
+async fn run(s: &Scenario, client: &reqwest::Client, base: &Arc<String>, args: &Args) -> Measured {
+    for _ in 0..100 {
+        send(client, base, &s.call).await; // warm up connections and caches
+    }
+    let until = Instant::now() + Duration::from_secs(args.seconds);
+    let background = s.background.clone().map(|(call, n)| {
+        let (client, base) = (client.clone(), base.clone());
+        // Starts a moment earlier and ends a moment later than the measured load.
+        tokio::spawn(async move {
+            drive(&client, &base, &call, n, until + Duration::from_millis(500)).await
+        })
+    });
+    if background.is_some() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let m = drive(
+        client,
+        base,
+        &s.call,
+        s.connections.unwrap_or(args.connections),
+        until,
+    )
+    .await;
+    if let Some(bg) = background {
+        let b = bg.await.unwrap();
+        #[expect(clippy::cast_precision_loss, reason = "a rate")]
+        let rate = b.requests as f64 / b.elapsed.as_secs_f64();
+        println!(
+            "    (background: {} requests, {rate:.0}/s, {} errors)",
+            b.requests, b.errors
+        );
+    }
+    m
 }
 
 fn pct(sorted: &[Duration], p: f64) -> f64 {
@@ -171,6 +224,74 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
+/// Registers and signs in the benchmark user; returns an access token.
+async fn sign_in(client: &reqwest::Client, base: &str) -> String {
+    let r = client
+        .post(format!("{base}/v1/auth/register"))
+        .json(&json!({"email": "bench@example.com", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "register");
+    let s: Value = client
+        .post(format!("{base}/v1/auth/login"))
+        .json(&json!({"email": "bench@example.com", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    s["token"].as_str().expect("a token").to_string()
+}
+
+fn scenarios(token: &str) -> Vec<Scenario> {
+    let me = Call {
+        bearer: Some(token.to_owned()),
+        ..Call::get("/v1/me")
+    };
+    let login = Call {
+        method: reqwest::Method::POST,
+        path: "/v1/auth/login".into(),
+        bearer: None,
+        body: Some(
+            json!({"email": "bench@example.com", "password": PASSWORD, "device_name": "bench"}),
+        ),
+    };
+    vec![
+        Scenario {
+            name: "GET /healthz",
+            call: Call::get("/healthz"),
+            connections: None,
+            background: None,
+        },
+        Scenario {
+            name: "GET /v1/openapi/admin.json",
+            call: Call::get("/v1/openapi/admin.json"),
+            connections: None,
+            background: None,
+        },
+        Scenario {
+            name: "GET /v1/me",
+            call: me.clone(),
+            connections: None,
+            background: None,
+        },
+        Scenario {
+            name: "POST /v1/auth/login",
+            call: login.clone(),
+            connections: Some(16),
+            background: None,
+        },
+        Scenario {
+            name: "GET /v1/me + 100 logins",
+            call: me,
+            connections: None,
+            background: Some((login, 100)),
+        },
+    ]
+}
+
 fn main() {
     let args = parse_args();
     let dir = tempfile::tempdir().unwrap();
@@ -180,21 +301,28 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(256)
+        .build()
+        .unwrap();
+    let base = Arc::new(base);
+    let token = rt.block_on(sign_in(&client, &base));
     println!(
         "{:<32} {:>5} {:>9} {:>10} {:>8} {:>8} {:>6}",
         "scenario", "conns", "requests", "req/s", "p50 ms", "p99 ms", "errors"
     );
-    for s in scenarios() {
+    for s in scenarios(&token) {
         if args.only.as_deref().is_some_and(|o| !s.name.contains(o)) {
             continue;
         }
-        let r = rt.block_on(run(&s, &base, &args));
+        let r = rt.block_on(run(&s, &client, &base, &args));
         #[expect(clippy::cast_precision_loss, reason = "a rate")]
         let rps = r.requests as f64 / r.elapsed.as_secs_f64();
         println!(
             "{:<32} {:>5} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>6}",
             s.name,
-            args.connections,
+            s.connections.unwrap_or(args.connections),
             r.requests,
             rps,
             pct(&r.latencies, 0.50),

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::model::{
     ChallengeOut, DeviceSessionOut, Locale, LoginIn, LoginOut, MePatch, PasswordIn, RefreshIn,
-    RegisterIn, SessionOut, UserOut,
+    RegisterIn, SessionOut, TwoFactorOut, UserOut,
 };
 use super::store::{self, IssuedPair, Lifetimes, Refreshed, UserRow};
 use super::{device, password};
@@ -275,8 +275,19 @@ pub(super) async fn load_user(st: &AppState, p: &Principal) -> Result<UserRow, A
 /// The signed-in user.
 #[utoipa::path(get, path = "/me", tag = "me", security(("bearer" = [])),
     responses((status = 200, body = UserOut), (status = 401, body = crate::http::error::ErrorBody)))]
-pub async fn get_me(State(st): State<AppState>, p: Principal) -> Result<Json<UserOut>, AppError> {
-    Ok(Json(load_user(&st, &p).await?.to_out()))
+pub async fn get_me(p: Principal) -> Json<UserOut> {
+    // The token lookup already read the account, in this same request.
+    let u = &p.profile;
+    Json(UserOut {
+        id: p.user_id,
+        email: u.email.clone(),
+        locale: Locale::parse(&u.locale).unwrap_or(Locale::PtBr),
+        two_factor: TwoFactorOut {
+            totp: u.totp_enabled,
+            msgapp: u.msgapp_enabled,
+        },
+        created_at: u.created_at.clone(),
+    })
 }
 
 /// Updates the signed-in user's settings.

@@ -49,31 +49,55 @@ mod tests {
     }
 }
 
-/// The bounded pool password work runs on: at most `workers` hashes at once, each on a
-/// blocking thread; callers beyond that wait asynchronously, holding no thread.
+/// The bounded pool password work runs on: `workers` dedicated threads at lowered CPU
+/// priority (nice 10), so a flood of sign-ins takes what the machine has spare rather than
+/// starving other requests. Callers wait asynchronously, holding no thread.
 #[derive(Clone)]
 pub struct Hasher {
-    permits: std::sync::Arc<tokio::sync::Semaphore>,
+    pool: std::sync::Arc<rayon::ThreadPool>,
     /// A hash of a random password, verified against for unknown e-mails so they take as
     /// long as a wrong password.
     dummy: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 
+/// Niceness 10 on Linux: thread-priority maps its 0..=99 scale onto nice 19..=-20.
+const HASHING_PRIORITY: u8 = 24;
+
+fn lower_priority() {
+    use thread_priority::{ThreadPriority, ThreadPriorityValue, set_current_thread_priority};
+    let set = ThreadPriorityValue::try_from(HASHING_PRIORITY)
+        .map_err(|e| e.to_string())
+        .and_then(|v| {
+            set_current_thread_priority(ThreadPriority::Crossplatform(v)).map_err(|e| e.to_string())
+        });
+    if let Err(e) = set {
+        tracing::debug!(error = %e, "hashing threads keep normal priority");
+    }
+}
+
 impl Hasher {
     pub fn new(workers: usize) -> Self {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(workers.max(1))
+            .thread_name(|i| format!("argon2-{i}"))
+            .start_handler(|_| lower_priority())
+            .build()
+            .expect("the hashing threads start");
         Self {
-            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(workers.max(1))),
+            pool: std::sync::Arc::new(pool),
             dummy: std::sync::Arc::default(),
         }
     }
 
     async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .expect("the hashing pool is never closed");
-        crate::db::run_blocking(f).await
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.pool.spawn(move || {
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        });
+        match rx.await.expect("the hashing pool answers every job") {
+            Ok(v) => v,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     }
 
     pub async fn hash(&self, password: String) -> anyhow::Result<String> {

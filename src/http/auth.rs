@@ -36,6 +36,19 @@ pub enum Credential {
 pub struct Principal {
     pub user_id: UserId,
     pub credential: Credential,
+    /// The caller's account as it was read while resolving the token, this request.
+    pub profile: std::sync::Arc<Profile>,
+}
+
+/// The account fields the token lookup reads anyway; enough to answer `GET /me` without
+/// another round trip.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub email: String,
+    pub locale: String,
+    pub totp_enabled: bool,
+    pub msgapp_enabled: bool,
+    pub created_at: String,
 }
 
 impl Principal {
@@ -101,7 +114,9 @@ fn resolve_session(
     now: DateTime<Utc>,
 ) -> Result<Option<Resolved>, AppError> {
     Ok(c.query_row(
-        "SELECT s.user_id, s.id, p.id, p.access_used_at IS NULL, s.last_used_at
+        "SELECT s.user_id, s.id, p.id, p.access_used_at IS NULL, s.last_used_at,
+                u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
+                u.created_at
          FROM token_pairs p
          JOIN sessions s ON s.id = p.session_id
          JOIN users u ON u.id = s.user_id
@@ -116,6 +131,13 @@ fn resolve_session(
                         session_id: r.get(1)?,
                         pair_id: r.get(2)?,
                     },
+                    profile: std::sync::Arc::new(Profile {
+                        email: r.get(5)?,
+                        locale: r.get(6)?,
+                        totp_enabled: r.get(7)?,
+                        msgapp_enabled: r.get(8)?,
+                        created_at: r.get(9)?,
+                    }),
                 },
                 first_use: r.get(3)?,
                 last_used_at: r.get(4)?,
