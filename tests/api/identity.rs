@@ -673,3 +673,49 @@ async fn cleanup_removes_what_can_never_be_used_again() {
     assert_eq!(app.count("SELECT COUNT(*) FROM token_pairs").await, 1);
     app.get_as("/v1/me", token(&live)).await.expect(200);
 }
+
+#[tokio::test]
+async fn failed_sign_ins_lock_an_address_too() {
+    let app = spawn_app_with(|c| c.sign_in_failures = 3).await;
+    app.register("ana@example.com").await.expect(201);
+    // Three different e-mails from one address.
+    for who in ["x@example.com", "y@example.com", "z@example.com"] {
+        app.post_json(
+            "/v1/auth/login",
+            &json!({"email": who, "password": "guess guess"}),
+        )
+        .await
+        .expect_error(401, "invalid_credentials");
+    }
+    app.login_as("ana@example.com", "d")
+        .await
+        .expect_error(429, "rate_limited");
+}
+
+#[tokio::test]
+async fn a_session_without_a_device_name_is_named_from_the_user_agent() {
+    let app = spawn_app().await;
+    app.register("ana@example.com").await.expect(201);
+    let ua = "Mozilla/5.0 (Windows NT 10.0; rv:121.0) Gecko/20100101 Firefox/121.0";
+    let r = app
+        .send(
+            app.client
+                .post(app.url("/v1/auth/login"))
+                .header("user-agent", ua)
+                .json(&json!({"email": "ana@example.com", "password": PASSWORD})),
+        )
+        .await;
+    r.expect(200);
+    let list = app.get_as("/v1/me/sessions", token(&r.body)).await;
+    assert_eq!(list.body["data"][0]["device_name"], "Firefox on Windows");
+    let address: String = app
+        .state
+        .db
+        .read(|c| Ok(c.query_row("SELECT address FROM sessions", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(
+        address, "127.0.0.1",
+        "the session records the client address"
+    );
+}
