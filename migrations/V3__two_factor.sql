@@ -1,6 +1,10 @@
 -- Second factors (issue 3): TOTP, the messaging-app factor, recovery codes, and the sign-in
 -- challenges that a password step hands out when a factor is on.
 
+-- Key for HMAC-hashing secrets too short to be safe under a bare hash (six-digit codes) and
+-- for idempotency fingerprints (bodies that may hold passwords).
+INSERT INTO server_keys (name, key) VALUES ('hmac', randomblob(32));
+
 -- The TOTP secret is never returned once enabled; the pending one is what setup shows
 -- until enable confirms it. totp_last_step blocks replaying an accepted code in its window.
 ALTER TABLE users ADD COLUMN totp_secret TEXT;
@@ -34,7 +38,8 @@ CREATE TABLE sign_in_challenges (
 
 -- Codes sent over the messaging app: for a sign-in challenge (purpose 'sign_in') or to
 -- confirm a phone (purpose 'enable'). Only the newest per owner is pending; 5 wrong
--- attempts burn it.
+-- attempts burn it. A code the provider did not take is kept as 'undelivered' so it still
+-- counts against the send limits. code_hash is an HMAC with the 'hmac' server key.
 CREATE TABLE one_time_codes (
     id           TEXT PRIMARY KEY,
     purpose      TEXT NOT NULL CHECK (purpose IN ('sign_in', 'enable')),
@@ -46,7 +51,7 @@ CREATE TABLE one_time_codes (
     expires_at   TEXT NOT NULL,
     attempts     INTEGER NOT NULL DEFAULT 0,
     state        TEXT NOT NULL DEFAULT 'pending'
-                 CHECK (state IN ('pending', 'used', 'burned', 'replaced'))
+                 CHECK (state IN ('pending', 'used', 'burned', 'replaced', 'undelivered'))
 );
 CREATE INDEX one_time_codes_challenge ON one_time_codes (challenge_id, created_at);
 CREATE INDEX one_time_codes_user ON one_time_codes (user_id, purpose, created_at);

@@ -19,6 +19,15 @@ pub fn hash(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
 
+/// The stored form of a short secret (a six-digit code) or of data that may contain one: an
+/// HMAC with a server key, so the database alone does not let anyone reverse it.
+pub fn keyed_hash(key: &[u8], value: &[u8]) -> Vec<u8> {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key size");
+    mac.update(value);
+    mac.finalize().into_bytes().to_vec()
+}
+
 /// Constant-time equality for secrets held in memory.
 pub fn same(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;

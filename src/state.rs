@@ -20,6 +20,8 @@ pub struct AppState {
     pub cfg: Arc<Config>,
     pub clock: SharedClock,
     pub cursor_key: CursorKey,
+    /// Server key for `secrets::keyed_hash` (codes, idempotency fingerprints).
+    pub hmac_key: Arc<[u8]>,
     pub limits: Arc<RateLimits>,
     pub hasher: Hasher,
     /// The serialized OpenAPI document, set once the router is built.
@@ -37,15 +39,18 @@ impl AppState {
         let lock = lock_data_dir(&cfg.data_dir)?;
         let db = Db::open(&cfg.db_path())
             .with_context(|| format!("opening {}", cfg.db_path().display()))?;
-        let key: Vec<u8> = db
-            .read_blocking(|c| {
-                Ok(c.query_row(
-                    "SELECT key FROM server_keys WHERE name = 'cursor'",
-                    [],
-                    |r| r.get(0),
-                )?)
+        let server_key = |name: &'static str| -> anyhow::Result<Vec<u8>> {
+            db.read_blocking(|c| {
+                Ok(
+                    c.query_row("SELECT key FROM server_keys WHERE name = ?1", [name], |r| {
+                        r.get(0)
+                    })?,
+                )
             })
-            .map_err(|e| anyhow::anyhow!("reading the server keys: {e:?}"))?;
+            .map_err(|e| anyhow::anyhow!("reading the server key {name}: {e:?}"))
+        };
+        let key = server_key("cursor")?;
+        let hmac_key: Arc<[u8]> = server_key("hmac")?.into();
         let limits = RateLimits::new(&cfg, clock.clone());
         let hasher = Hasher::new(cfg.hash_workers);
         Ok(Self {
@@ -53,6 +58,7 @@ impl AppState {
             cfg: Arc::new(cfg),
             clock,
             cursor_key: CursorKey::new(key),
+            hmac_key,
             limits: Arc::new(limits),
             hasher,
             openapi_json: Arc::new(OnceLock::new()),

@@ -2,6 +2,7 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 
 use super::model::{
@@ -14,6 +15,7 @@ use crate::events;
 use crate::http::auth::{Principal, unauthorized};
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
+use crate::http::idempotency::no_store;
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::trace::ClientAddr;
 use crate::ids::SessionId;
@@ -101,7 +103,7 @@ pub async fn login(
     ClientAddr(addr): ClientAddr,
     headers: HeaderMap,
     Json(input): Json<LoginIn>,
-) -> Result<Json<LoginOut>, AppError> {
+) -> Result<Response, AppError> {
     let email = normalize_email(&input.email);
     let address = addr.to_string();
     let now = st.clock.now();
@@ -158,17 +160,19 @@ pub async fn login(
         if user.msgapp_phone.is_some() {
             methods.push("msgapp");
         }
-        return Ok(Json(LoginOut::TwoFactorRequired(ChallengeOut {
+        return Ok(no_store(Json(LoginOut::TwoFactorRequired(ChallengeOut {
             challenge,
             methods,
             expires_in: store::CHALLENGE_TTL.num_seconds(),
-        })));
+        }))));
     }
     let pair = st
         .db
         .write(move |tx| store::create_session(tx, id, &device_name, &address, now, life))
         .await?;
-    Ok(Json(LoginOut::Authenticated(session_out(&st, pair, &user))))
+    Ok(no_store(Json(LoginOut::Authenticated(session_out(
+        &st, pair, &user,
+    )))))
 }
 
 pub fn account_disabled() -> AppError {
@@ -219,7 +223,7 @@ async fn check_lockout(
 pub async fn refresh(
     State(st): State<AppState>,
     Json(input): Json<RefreshIn>,
-) -> Result<Json<SessionOut>, AppError> {
+) -> Result<Response, AppError> {
     let (now, life) = (st.clock.now(), lifetimes(&st));
     let token = input.refresh_token;
     let outcome = st
@@ -234,7 +238,7 @@ pub async fn refresh(
                 .read(move |c| store::get_user(c, id))
                 .await?
                 .ok_or_else(|| AppError::internal(anyhow::anyhow!("session of a missing user")))?;
-            Ok(Json(session_out(&st, pair, &user)))
+            Ok(no_store(Json(session_out(&st, pair, &user))))
         }
         Refreshed::Invalid => Err(AppError::new(
             StatusCode::UNAUTHORIZED,

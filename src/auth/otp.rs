@@ -3,6 +3,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::Response;
 
 use super::handlers::{account_disabled, incorrect_password, load_user};
 use super::model::{
@@ -37,7 +38,8 @@ async fn send_new_code(
     failed: fn() -> AppError,
 ) -> Result<CodeSentOut, AppError> {
     let (now, code) = (st.clock.now(), store::new_code());
-    let (user_id, c, p) = (user.id, code.clone(), phone.clone());
+    let code_hash = secrets::keyed_hash(&st.hmac_key, code.as_bytes());
+    let (user_id, p) = (user.id, phone.clone());
     let code_id = st
         .db
         .write(move |tx| {
@@ -45,7 +47,7 @@ async fn send_new_code(
             if let Some(wait) = store::send_wait(tx, user_id, owner, now)? {
                 return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
             }
-            store::insert_code(tx, user_id, owner, &p, &c, now)
+            store::insert_code(tx, user_id, owner, &p, &code_hash, now)
         })
         .await?;
     let msg = CodeMessage {
@@ -119,7 +121,8 @@ pub async fn msgapp_confirm(
     p: Principal,
     Json(input): Json<CodeIn>,
 ) -> Result<StatusCode, AppError> {
-    let (user, now, given) = (p.user_id, st.clock.now(), secrets::hash(input.code.trim()));
+    let given = secrets::keyed_hash(&st.hmac_key, input.code.trim().as_bytes());
+    let (user, now) = (p.user_id, st.clock.now());
     let outcome = st
         .db
         .write(move |tx| {
@@ -232,8 +235,8 @@ fn too_many_attempts() -> AppError {
 pub async fn otp_verify(
     State(st): State<AppState>,
     Json(input): Json<OtpVerifyIn>,
-) -> Result<Json<SessionOut>, AppError> {
-    let given = secrets::hash(input.code.trim());
+) -> Result<Response, AppError> {
+    let given = secrets::keyed_hash(&st.hmac_key, input.code.trim().as_bytes());
     verify_challenge(
         &st,
         input.challenge,

@@ -764,7 +764,7 @@ pub fn insert_code(
     user: UserId,
     owner: CodeOwner<'_>,
     phone: &str,
-    code: &str,
+    code_hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<String, AppError> {
     tx.execute(
@@ -784,7 +784,7 @@ pub fn insert_code(
             owner.challenge(),
             user,
             phone,
-            secrets::hash(code),
+            code_hash,
             time::format(now),
             time::format(now + CODE_TTL)
         ],

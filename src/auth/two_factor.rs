@@ -3,6 +3,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
 
@@ -16,6 +17,7 @@ use super::totp;
 use crate::http::auth::Principal;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::Json;
+use crate::http::idempotency::no_store;
 use crate::secrets;
 use crate::state::AppState;
 
@@ -32,10 +34,7 @@ fn totp_already_enabled() -> AppError {
 /// Starts TOTP setup: a new pending secret (replacing any earlier one) to scan.
 #[utoipa::path(get, path = "/me/2fa/totp/setup", tag = "me", security(("bearer" = [])),
     responses((status = 200, body = TotpSetupOut), (status = 409, body = crate::http::error::ErrorBody)))]
-pub async fn totp_setup(
-    State(st): State<AppState>,
-    p: Principal,
-) -> Result<Json<TotpSetupOut>, AppError> {
+pub async fn totp_setup(State(st): State<AppState>, p: Principal) -> Result<Response, AppError> {
     let user = load_user(&st, &p).await?;
     if user.totp_enabled {
         return Err(totp_already_enabled());
@@ -46,11 +45,11 @@ pub async fn totp_setup(
     st.db
         .write(move |tx| store::set_totp_pending(tx, id, &s))
         .await?;
-    Ok(Json(TotpSetupOut {
+    Ok(no_store(Json(TotpSetupOut {
         secret,
         otpauth_url: url,
         qr_png_base64: qr,
-    }))
+    })))
 }
 
 /// Turns TOTP on with a code from the pending secret. Also creates recovery codes (see them,
@@ -65,7 +64,7 @@ pub async fn totp_enable(
     Json(input): Json<TotpCodeIn>,
 ) -> Result<StatusCode, AppError> {
     let (id, now) = (p.user_id, st.clock.now());
-    let codes = new_recovery_codes();
+    let codes = new_recovery_codes(&st.hmac_key);
     st.db
         .write(move |tx| {
             let store::TotpState { enabled, pending } = store::totp_state(tx, id)?;
@@ -110,18 +109,20 @@ pub async fn totp_disable(
 }
 
 /// Ten fresh codes and their hashes. Codes are 12 base32 characters (60 bits) in groups.
-fn new_recovery_codes() -> (Vec<String>, Vec<Vec<u8>>) {
+fn new_recovery_codes(key: &[u8]) -> (Vec<String>, Vec<Vec<u8>>) {
     let codes: Vec<String> = (0..RECOVERY_CODES)
         .map(|_| {
             let raw = totp::new_secret().to_lowercase();
             format!("{}-{}-{}", &raw[0..4], &raw[4..8], &raw[8..12])
         })
         .collect();
-    let hashes = codes
-        .iter()
-        .map(|c| secrets::hash(&normalize_recovery(c)))
-        .collect();
+    let hashes = codes.iter().map(|c| recovery_hash(key, c)).collect();
     (codes, hashes)
+}
+
+/// The stored form of a recovery code: keyed, compared without dashes, spaces or case.
+fn recovery_hash(key: &[u8], code: &str) -> Vec<u8> {
+    secrets::keyed_hash(key, normalize_recovery(code).as_bytes())
 }
 
 /// Codes compare without dashes, spaces or case.
@@ -138,7 +139,7 @@ fn normalize_recovery(code: &str) -> String {
 pub async fn regenerate_recovery_codes(
     State(st): State<AppState>,
     p: Principal,
-) -> Result<Json<RecoveryCodesOut>, AppError> {
+) -> Result<Response, AppError> {
     let user = load_user(&st, &p).await?;
     if !user.has_second_factor() {
         return Err(AppError::conflict(
@@ -146,12 +147,12 @@ pub async fn regenerate_recovery_codes(
             "turn on a second factor before creating recovery codes",
         ));
     }
-    let (codes, hashes) = new_recovery_codes();
+    let (codes, hashes) = new_recovery_codes(&st.hmac_key);
     let (id, now) = (user.id, st.clock.now());
     st.db
         .write(move |tx| store::replace_recovery_codes(tx, id, &hashes, now))
         .await?;
-    Ok(Json(RecoveryCodesOut { codes }))
+    Ok(no_store(Json(RecoveryCodesOut { codes })))
 }
 
 /// How a verify step ended, once its attempt has been counted.
@@ -178,7 +179,7 @@ pub(super) async fn verify_challenge<F>(
     raw: String,
     method: Method,
     check: F,
-) -> Result<Json<SessionOut>, AppError>
+) -> Result<Response, AppError>
 where
     F: FnOnce(&Transaction<'_>, &ChallengeRow, &UserRow, DateTime<Utc>) -> Result<Check, AppError>
         + Send
@@ -227,7 +228,7 @@ where
         })
         .await?;
     let (pair, user) = outcome?;
-    Ok(Json(session_out(st, pair, &user)))
+    Ok(no_store(Json(session_out(st, pair, &user))))
 }
 
 pub(super) fn msgapp_not_enabled() -> AppError {
@@ -262,7 +263,7 @@ pub(super) fn invalid_code() -> AppError {
 pub async fn verify_totp(
     State(st): State<AppState>,
     Json(input): Json<TotpVerifyIn>,
-) -> Result<Json<SessionOut>, AppError> {
+) -> Result<Response, AppError> {
     let code = input.totp_code;
     verify_challenge(
         &st,
@@ -287,8 +288,8 @@ pub async fn verify_totp(
 pub async fn verify_recovery(
     State(st): State<AppState>,
     Json(input): Json<RecoveryVerifyIn>,
-) -> Result<Json<SessionOut>, AppError> {
-    let hash = secrets::hash(&normalize_recovery(&input.recovery_code));
+) -> Result<Response, AppError> {
+    let hash = recovery_hash(&st.hmac_key, &input.recovery_code);
     verify_challenge(
         &st,
         input.challenge,

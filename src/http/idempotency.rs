@@ -11,7 +11,10 @@
 //! - A replay returns the first response's status, headers and body plus
 //!   `Idempotent-Replayed: true`; the same key with another method, path or body is 422
 //!   `idempotency_key_reused`.
-//! - 5xx responses and streams are not stored: the marker is removed so the client can retry.
+//! - 5xx responses, streams and responses marked [`NoStore`] (they carry credentials) are not
+//!   stored: the marker is removed so the client can retry.
+//! - The request fingerprint is an HMAC with a server key: a body holding a password cannot
+//!   be guessed back from it.
 //! - Keys over 255 characters are 400; bodies over 1 MB and multipart uploads ignore the key.
 
 use std::time::Duration;
@@ -25,7 +28,6 @@ use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, stream};
 use http_body_util::BodyExt;
 use rusqlite::{OptionalExtension, Transaction, params};
-use sha2::{Digest, Sha256};
 
 use super::error::{AppError, ErrorCode};
 use super::rate_limit::CredentialId;
@@ -46,6 +48,20 @@ const SKIPPED_HEADERS: [HeaderName; 3] = [
     header::TRANSFER_ENCODING,
     header::DATE,
 ];
+
+/// Marks a response the layer must never store or replay: it carries credentials (tokens,
+/// codes). Added by [`no_store`], which also sets `Cache-Control: no-store`.
+#[derive(Debug, Clone, Copy)]
+pub struct NoStore;
+
+/// Wraps a response that carries credentials: never kept for replay, never cached.
+pub fn no_store(res: impl IntoResponse) -> Response {
+    let mut res = res.into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res.extensions_mut().insert(NoStore);
+    res
+}
 
 enum Begin {
     /// This request owns the marker, identified by its lock token.
@@ -98,6 +114,7 @@ pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -
         Err(e) => return e.into_response(),
     };
     let hash = fingerprint(
+        &st.hmac_key,
         &parts.method,
         parts.uri.path_and_query().map_or("", |p| p.as_str()),
         &bytes,
@@ -213,7 +230,8 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if res.status().is_server_error() || streaming {
+    let no_store = res.extensions().get::<NoStore>().is_some();
+    if res.status().is_server_error() || streaming || no_store {
         return res; // the guard removes the marker
     }
     let (parts, body) = res.into_parts();
@@ -336,14 +354,15 @@ fn replay(stored: Stored) -> Response {
     res
 }
 
-fn fingerprint(method: &Method, path_and_query: &str, body: &[u8]) -> Vec<u8> {
-    let mut h = Sha256::new();
-    h.update(method.as_str().as_bytes());
-    h.update(b"\n");
-    h.update(path_and_query.as_bytes());
-    h.update(b"\n");
-    h.update(body);
-    h.finalize().to_vec()
+fn fingerprint(key: &[u8], method: &Method, path_and_query: &str, body: &[u8]) -> Vec<u8> {
+    let mut data =
+        Vec::with_capacity(method.as_str().len() + path_and_query.len() + body.len() + 2);
+    data.extend_from_slice(method.as_str().as_bytes());
+    data.push(b'\n');
+    data.extend_from_slice(path_and_query.as_bytes());
+    data.push(b'\n');
+    data.extend_from_slice(body);
+    crate::secrets::keyed_hash(key, &data)
 }
 
 fn is_multipart(h: &HeaderMap) -> bool {
