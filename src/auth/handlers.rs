@@ -3,7 +3,6 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
-use chrono::{DateTime, Utc};
 
 use super::model::{
     ChallengeOut, DeviceSessionOut, Locale, LoginIn, LoginOut, MePatch, PasswordIn, RefreshIn,
@@ -21,7 +20,6 @@ use crate::http::trace::ClientAddr;
 use crate::ids::SessionId;
 use crate::setup::store::looks_like_email;
 use crate::state::AppState;
-use crate::time;
 
 pub(super) fn lifetimes(st: &AppState) -> Lifetimes {
     Lifetimes {
@@ -106,27 +104,15 @@ pub async fn login(
 ) -> Result<Response, AppError> {
     let email = normalize_email(&input.email);
     let address = addr.to_string();
-    let now = st.clock.now();
-    check_lockout(&st, &email, &address, now).await?;
-
     let e = email.clone();
     let user = st
         .db
         .read(move |c| store::find_user_by_email(c, &e))
         .await?;
     // An unknown e-mail is verified against a dummy hash: same time, same answer.
-    let ok = st
-        .hasher
-        .verify(
-            input.password,
-            user.as_ref().map(|u| u.password_hash.clone()),
-        )
-        .await;
+    let phc = user.as_ref().map(|u| u.password_hash.clone());
+    let ok = guarded_password_check(&st, &email, &address, input.password, phc).await?;
     let Some(user) = user.filter(|_| ok) else {
-        let now = st.clock.now();
-        st.db
-            .write(move |tx| store::record_failure(tx, &email, &address, now))
-            .await?;
         return Err(AppError::new(
             StatusCode::UNAUTHORIZED,
             ErrorCode::InvalidCredentials,
@@ -191,29 +177,39 @@ pub fn incorrect_password() -> AppError {
     )
 }
 
-/// 429 once an e-mail or an address has failed `sign_in_failures` times in the window.
-async fn check_lockout(
+/// Checks a password under the sign-in lockout (429 once the e-mail or the address has
+/// `sign_in_failures` failures in the window). The attempt is recorded as a failure, in the
+/// same transaction as the limit check, before the slow hash runs, and cleared when the
+/// password is right: concurrent guesses cannot all slip past the count.
+pub(super) async fn guarded_password_check(
     st: &AppState,
     email: &str,
     address: &str,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
-    let (window, limit) = (st.cfg.sign_in_window, st.cfg.sign_in_failures);
+    password: String,
+    phc: Option<String>,
+) -> Result<bool, AppError> {
+    let (now, window, limit) = (
+        st.clock.now(),
+        st.cfg.sign_in_window,
+        st.cfg.sign_in_failures,
+    );
     let (e, a) = (email.to_owned(), address.to_owned());
-    let f = st
+    let attempt = st
         .db
-        .read(move |c| store::recent_failures(c, &e, &a, now - window))
+        .write(move |tx| {
+            if let Some(wait) = store::lockout_wait(tx, &e, &a, now, window, limit)? {
+                return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
+            }
+            store::record_failure(tx, &e, &a, now)
+        })
         .await?;
-    let oldest_blocking = [f.by_email, f.by_address]
-        .into_iter()
-        .filter(|(n, _)| *n >= limit)
-        .filter_map(|(_, oldest)| oldest.and_then(|o| time::parse(&o)))
-        .max();
-    if let Some(oldest) = oldest_blocking {
-        let wait = (oldest + window - now).num_seconds().max(1);
-        return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
+    let ok = st.hasher.verify(password, phc).await;
+    if ok {
+        st.db
+            .write(move |tx| store::clear_failure(tx, attempt))
+            .await?;
     }
-    Ok(())
+    Ok(ok)
 }
 
 /// Trades a refresh token for a new pair (spec 3: first use rotates; a retry within 30 s
@@ -318,22 +314,17 @@ pub async fn update_me(
 pub async fn change_password(
     State(st): State<AppState>,
     p: Principal,
+    ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordIn>,
 ) -> Result<StatusCode, AppError> {
     if let Err(m) = password::check_rules(&input.new_password) {
         return Err(AppError::validation([("new_password", m)]));
     }
     let user = load_user(&st, &p).await?;
-    if !st
-        .hasher
-        .verify(input.current_password, Some(user.password_hash))
-        .await
-    {
-        return Err(AppError::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::IncorrectPassword,
-            "the current password is wrong",
-        ));
+    let address = addr.to_string();
+    let (password, phc) = (input.current_password, Some(user.password_hash.clone()));
+    if !guarded_password_check(&st, &user.email, &address, password, phc).await? {
+        return Err(incorrect_password());
     }
     let hash = st
         .hasher
@@ -361,20 +352,21 @@ pub async fn list_sessions(
 ) -> Result<Json<Page<DeviceSessionOut>>, AppError> {
     let scope = format!("sessions:{}", p.user_id);
     let after: Option<(String, String)> = page.position(&scope)?;
-    let (user, params) = (p.user_id, page.clone());
+    let (user, params, now) = (p.user_id, page.clone(), st.clock.now());
     let (rows, total) = st
         .db
         .read(move |c| {
             let rows = store::list_sessions(
                 c,
                 user,
+                now,
                 after.as_ref(),
                 params.fetch_limit(),
                 params.offset(),
             )?;
             let total = params
                 .include_total
-                .then(|| store::count_sessions(c, user))
+                .then(|| store::count_sessions(c, user, now))
                 .transpose()?;
             Ok((rows, total))
         })

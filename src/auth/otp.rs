@@ -5,17 +5,18 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::handlers::{account_disabled, incorrect_password, load_user};
+use super::handlers::{account_disabled, guarded_password_check, incorrect_password, load_user};
 use super::model::{
     ChallengeIn, CodeIn, CodeSentOut, MsgappEnableIn, OtpVerifyIn, PasswordConfirmIn, SessionOut,
 };
-use super::store::{self, CODE_TTL, CodeOwner};
+use super::store::{self, CHALLENGE_ATTEMPTS, CODE_TTL, CodeOwner};
 use super::two_factor::{
     Check, Method, invalid_challenge, invalid_code, msgapp_not_enabled, verify_challenge,
 };
 use crate::http::auth::Principal;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::Json;
+use crate::http::trace::ClientAddr;
 use crate::ids::UserId;
 use crate::msgapp::{self, CodeMessage, mask_phone};
 use crate::secrets;
@@ -59,8 +60,9 @@ async fn send_new_code(
         .await
         .is_err()
     {
+        // Kept as undelivered: it cannot be used, but it still counts against the limits.
         st.db
-            .write(move |tx| store::delete_code(tx, &code_id))
+            .write(move |tx| store::mark_undelivered(tx, &code_id))
             .await?;
         return Err(failed());
     }
@@ -102,14 +104,9 @@ pub async fn msgapp_enable(
             "the messaging-app factor is already on; turn it off to change the phone",
         ));
     }
-    let failed = || {
-        AppError::new(
-            StatusCode::BAD_GATEWAY,
-            ErrorCode::MsgappSendFailed,
-            "the messaging app did not accept the message; try again",
-        )
-    };
-    Ok(Json(send_new_code(&st, &user, None, phone, failed).await?))
+    Ok(Json(
+        send_new_code(&st, &user, None, phone, delivery_failed).await?,
+    ))
 }
 
 /// Confirms the phone with the code it received; the factor is then on.
@@ -159,14 +156,12 @@ pub async fn msgapp_confirm(
 pub async fn msgapp_disable(
     State(st): State<AppState>,
     p: Principal,
+    ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordConfirmIn>,
 ) -> Result<StatusCode, AppError> {
     let user = load_user(&st, &p).await?;
-    if !st
-        .hasher
-        .verify(input.password, Some(user.password_hash))
-        .await
-    {
+    let phc = Some(user.password_hash.clone());
+    if !guarded_password_check(&st, &user.email, &addr.to_string(), input.password, phc).await? {
         return Err(incorrect_password());
     }
     let (id, now) = (user.id, st.clock.now());
@@ -199,16 +194,23 @@ pub async fn otp_send(
         return Err(account_disabled());
     }
     let phone = user.msgapp_phone.clone().ok_or_else(msgapp_not_enabled)?;
-    let failed = || {
-        AppError::new(
-            StatusCode::BAD_GATEWAY,
-            ErrorCode::OtpDeliveryFailed,
-            "the code could not be delivered; try again",
-        )
-    };
+    if ch.attempts >= CHALLENGE_ATTEMPTS {
+        // No answer could be accepted any more: sign in again instead.
+        let wait = (ch.expires_at - now).num_seconds().max(1);
+        return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
+    }
     Ok(Json(
-        send_new_code(&st, &user, Some(ch.id), phone, failed).await?,
+        send_new_code(&st, &user, Some(ch.id), phone, delivery_failed).await?,
     ))
+}
+
+/// 502 when the provider did not take a code (the issue names one code for every send).
+fn delivery_failed() -> AppError {
+    AppError::new(
+        StatusCode::BAD_GATEWAY,
+        ErrorCode::OtpDeliveryFailed,
+        "the code could not be delivered; try again",
+    )
 }
 
 fn no_pending_code() -> AppError {

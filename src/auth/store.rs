@@ -383,6 +383,7 @@ pub struct SessionRow {
 pub fn list_sessions(
     c: &Connection,
     user: UserId,
+    now: DateTime<Utc>,
     after: Option<&(String, String)>,
     limit: i64,
     offset: i64,
@@ -391,67 +392,87 @@ pub fn list_sessions(
         (a.clone(), i.clone())
     });
     let mut stmt = c.prepare_cached(
-        "SELECT id, device_name, created_at, last_used_at FROM sessions
+        "SELECT id, device_name, created_at, last_used_at FROM sessions s
          WHERE user_id = ?1 AND revoked_at IS NULL AND (last_used_at, id) < (?2, ?3)
+           AND EXISTS (SELECT 1 FROM token_pairs p WHERE p.session_id = s.id
+                         AND p.retired_at IS NULL AND p.refresh_expires_at > ?6)
          ORDER BY last_used_at DESC, id DESC LIMIT ?4 OFFSET ?5",
     )?;
     let rows = stmt
-        .query_map(params![user, at, id, limit, offset], |r| {
-            Ok(SessionRow {
-                id: r.get(0)?,
-                device_name: r.get(1)?,
-                created_at: r.get(2)?,
-                last_used_at: r.get(3)?,
-            })
-        })?
+        .query_map(
+            params![user, at, id, limit, offset, time::format(now)],
+            |r| {
+                Ok(SessionRow {
+                    id: r.get(0)?,
+                    device_name: r.get(1)?,
+                    created_at: r.get(2)?,
+                    last_used_at: r.get(3)?,
+                })
+            },
+        )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
 
-pub fn count_sessions(c: &Connection, user: UserId) -> Result<i64, AppError> {
+pub fn count_sessions(c: &Connection, user: UserId, now: DateTime<Utc>) -> Result<i64, AppError> {
     Ok(c.query_row(
-        "SELECT COUNT(*) FROM sessions WHERE user_id = ?1 AND revoked_at IS NULL",
-        [user],
+        "SELECT COUNT(*) FROM sessions s
+         WHERE user_id = ?1 AND revoked_at IS NULL
+           AND EXISTS (SELECT 1 FROM token_pairs p WHERE p.session_id = s.id
+                         AND p.retired_at IS NULL AND p.refresh_expires_at > ?2)",
+        params![user, time::format(now)],
         |r| r.get(0),
     )?)
 }
 
-/// Sign-in failures in the window for this e-mail and this address: (count, oldest) each.
-pub struct Failures {
-    pub by_email: (u32, Option<String>),
-    pub by_address: (u32, Option<String>),
-}
-
-pub fn recent_failures(
+/// Seconds until sign-in is allowed again for this e-mail and this address, if either has
+/// `limit` failures in the window. The lock lifts when the `limit`-th newest failure leaves
+/// the window, however many there are.
+pub fn lockout_wait(
     c: &Connection,
     email: &str,
     address: &str,
-    since: DateTime<Utc>,
-) -> Result<Failures, AppError> {
-    let since = time::format(since);
-    let q = |col: &str, v: &str| -> Result<(u32, Option<String>), AppError> {
-        Ok(c.query_row(
-            &format!("SELECT COUNT(*), MIN(at) FROM sign_in_failures WHERE {col} = ?1 AND at > ?2"),
-            params![v, since],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?)
-    };
-    Ok(Failures {
-        by_email: q("email", email)?,
-        by_address: q("address", address)?,
-    })
+    now: DateTime<Utc>,
+    window: Duration,
+    limit: u32,
+) -> Result<Option<i64>, AppError> {
+    let since = time::format(now - window);
+    let mut wait = None;
+    for (col, value) in [("email", email), ("address", address)] {
+        let nth: Option<String> = c
+            .query_row(
+                &format!(
+                    "SELECT at FROM sign_in_failures WHERE {col} = ?1 AND at > ?2
+                     ORDER BY at DESC LIMIT 1 OFFSET ?3"
+                ),
+                params![value, since, limit.saturating_sub(1)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(at) = nth.and_then(|a| time::parse(&a)) {
+            let secs = (at + window - now).num_seconds().max(1);
+            wait = Some(wait.map_or(secs, |w: i64| w.max(secs)));
+        }
+    }
+    Ok(wait)
 }
 
+/// Records a failed (or not yet checked) sign-in; returns its id so a success can clear it.
 pub fn record_failure(
     tx: &Transaction<'_>,
     email: &str,
     address: &str,
     now: DateTime<Utc>,
-) -> Result<(), AppError> {
+) -> Result<i64, AppError> {
     tx.execute(
         "INSERT INTO sign_in_failures (email, address, at) VALUES (?1, ?2, ?3)",
         params![email, address, time::format(now)],
     )?;
+    Ok(tx.last_insert_rowid())
+}
+
+pub fn clear_failure(tx: &Transaction<'_>, id: i64) -> Result<(), AppError> {
+    tx.execute("DELETE FROM sign_in_failures WHERE id = ?1", [id])?;
     Ok(())
 }
 
@@ -480,9 +501,12 @@ pub fn purge(
         "DELETE FROM sign_in_challenges WHERE expires_at <= ?1",
         [&day_ago],
     )?;
+    // Ended 30 days ago, or left with no token that could ever be used again.
     removed += tx.execute(
-        "DELETE FROM sessions WHERE revoked_at <= ?1",
-        [time::format(now - Duration::days(30))],
+        "DELETE FROM sessions WHERE revoked_at <= ?1
+            OR (created_at <= ?2 AND NOT EXISTS
+                  (SELECT 1 FROM token_pairs p WHERE p.session_id = sessions.id))",
+        params![time::format(now - Duration::days(30)), day_ago],
     )?;
     Ok(removed)
 }
@@ -792,9 +816,12 @@ pub fn insert_code(
     Ok(id)
 }
 
-/// Forgets a code that could not be delivered.
-pub fn delete_code(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
-    tx.execute("DELETE FROM one_time_codes WHERE id = ?1", [id])?;
+/// A code the provider did not take: never accepted, but still counted by the send limits.
+pub fn mark_undelivered(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE one_time_codes SET state = 'undelivered' WHERE id = ?1",
+        [id],
+    )?;
     Ok(())
 }
 

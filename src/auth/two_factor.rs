@@ -7,7 +7,9 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
 
-use super::handlers::{account_disabled, incorrect_password, lifetimes, load_user, session_out};
+use super::handlers::{
+    account_disabled, guarded_password_check, incorrect_password, lifetimes, load_user, session_out,
+};
 use super::model::{
     PasswordConfirmIn, RecoveryCodesOut, RecoveryVerifyIn, SessionOut, TotpCodeIn, TotpSetupOut,
     TotpVerifyIn,
@@ -18,6 +20,7 @@ use crate::http::auth::Principal;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::Json;
 use crate::http::idempotency::no_store;
+use crate::http::trace::ClientAddr;
 use crate::secrets;
 use crate::state::AppState;
 
@@ -91,14 +94,12 @@ pub async fn totp_enable(
 pub async fn totp_disable(
     State(st): State<AppState>,
     p: Principal,
+    ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordConfirmIn>,
 ) -> Result<StatusCode, AppError> {
     let user = load_user(&st, &p).await?;
-    if !st
-        .hasher
-        .verify(input.password, Some(user.password_hash))
-        .await
-    {
+    let phc = Some(user.password_hash.clone());
+    if !guarded_password_check(&st, &user.email, &addr.to_string(), input.password, phc).await? {
         return Err(incorrect_password());
     }
     let (id, now) = (user.id, st.clock.now());
@@ -211,7 +212,12 @@ where
             }
             store::count_challenge_attempt(tx, &ch.id)?;
             match check(tx, &ch, &user, now)? {
-                Check::Wrong(e) => Ok(Err(e)),
+                Check::Wrong(e) => {
+                    // Wrong codes count toward the sign-in lockout too, so fresh challenges
+                    // do not buy an attacker fresh guesses.
+                    store::record_failure(tx, &user.email, &ch.address, now)?;
+                    Ok(Err(e))
+                }
                 Check::Passed => {
                     store::use_challenge(tx, &ch.id, now)?;
                     let pair = store::create_session(

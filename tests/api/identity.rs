@@ -719,3 +719,111 @@ async fn a_session_without_a_device_name_is_named_from_the_user_agent() {
         "the session records the client address"
     );
 }
+
+#[tokio::test]
+async fn concurrent_guesses_cannot_slip_past_the_lockout() {
+    let app = spawn_app_with(|c| c.sign_in_failures = 3).await;
+    app.register("ana@example.com").await.expect(201);
+    let bad = json!({"email": "ana@example.com", "password": "guess guess"});
+    let replies =
+        futures::future::join_all((0..20).map(|_| app.post_json("/v1/auth/login", &bad))).await;
+    let evaluated = replies.iter().filter(|r| r.status == 401).count();
+    let refused = replies.iter().filter(|r| r.status == 429).count();
+    assert_eq!(
+        evaluated, 3,
+        "only the budget's worth of guesses reach the hash"
+    );
+    assert_eq!(refused, 17);
+}
+
+#[tokio::test]
+async fn credentials_are_never_stored_for_idempotent_replay() {
+    let app = spawn_app().await;
+    app.register("ana@example.com").await.expect(201);
+    let body = json!({"email": "ana@example.com", "password": PASSWORD});
+    let a = app.post_idem("/v1/auth/login", "login-key", &body).await;
+    let b = app.post_idem("/v1/auth/login", "login-key", &body).await;
+    a.expect(200);
+    b.expect(200);
+    assert!(b.header("idempotent-replayed").is_none());
+    assert_ne!(
+        token(&a.body),
+        token(&b.body),
+        "a second real sign-in, not a stored copy"
+    );
+    assert_eq!(a.header("cache-control"), Some("no-store"));
+    assert_eq!(app.count("SELECT COUNT(*) FROM idempotency_keys").await, 0);
+
+    // A keyed refresh replay is a real reuse, with spec 3's answer.
+    let refresh_body = json!({"refresh_token": refresh_token(&a.body)});
+    app.post_idem("/v1/auth/refresh", "refresh-key", &refresh_body)
+        .await
+        .expect(200);
+    app.clock.advance(Duration::seconds(31));
+    app.post_idem("/v1/auth/refresh", "refresh-key", &refresh_body)
+        .await
+        .expect_error(401, "refresh_token_reused");
+}
+
+#[tokio::test]
+async fn ending_a_session_any_way_kills_its_refresh_token() {
+    let app = spawn_app().await;
+    app.register("ana@example.com").await.expect(201);
+    let keep = app.login_as("ana@example.com", "keep").await.body;
+    let revoked = app.login_as("ana@example.com", "revoked").await.body;
+    let by_password = app.login_as("ana@example.com", "password").await.body;
+
+    let path = format!(
+        "/v1/me/sessions/{}",
+        revoked["session_id"].as_str().unwrap()
+    );
+    app.send(app.client.delete(app.url(&path)).bearer_auth(token(&keep)))
+        .await
+        .expect(204);
+    app.refresh_with(refresh_token(&revoked))
+        .await
+        .expect_error(401, "invalid_refresh_token");
+
+    let change = json!({"current_password": PASSWORD, "new_password": "another password"});
+    app.send(
+        app.client
+            .post(app.url("/v1/me/password"))
+            .bearer_auth(token(&keep))
+            .json(&change),
+    )
+    .await
+    .expect(204);
+    app.refresh_with(refresh_token(&by_password))
+        .await
+        .expect_error(401, "invalid_refresh_token");
+    app.refresh_with(refresh_token(&keep)).await.expect(200);
+
+    let long = json!({"current_password": "another password", "new_password": "é".repeat(129)});
+    let r = app
+        .send(
+            app.client
+                .post(app.url("/v1/me/password"))
+                .bearer_auth(token(&keep))
+                .json(&long),
+        )
+        .await;
+    r.expect_error(422, "validation_failed");
+}
+
+#[tokio::test]
+async fn sessions_whose_tokens_all_expired_leave_the_device_list() {
+    let app = spawn_app_with(|c| c.refresh_token_ttl = Duration::days(2)).await;
+    app.register("ana@example.com").await.expect(201);
+    let old = app.login_as("ana@example.com", "old").await.body;
+    assert_eq!(
+        old["refresh_token_expires_in"], 172_800,
+        "the lifetime is configurable"
+    );
+    app.clock.advance(Duration::days(3));
+    let new = app.login_as("ana@example.com", "new").await.body;
+    let r = app
+        .get_as("/v1/me/sessions?include_total=true", token(&new))
+        .await;
+    assert_eq!(r.body["total"], 1);
+    assert_eq!(r.body["data"][0]["device_name"], "new");
+}

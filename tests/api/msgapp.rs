@@ -384,7 +384,7 @@ async fn failed_deliveries_are_502_and_leave_no_code() {
         json!({"phone_e164": PHONE}),
     )
     .await
-    .expect_error(502, "msgapp_send_failed");
+    .expect_error(502, "otp_delivery_failed");
 }
 
 #[tokio::test]
@@ -402,4 +402,80 @@ async fn five_sends_per_hour_per_user() {
     app.clock.advance(Duration::hours(1));
     let ch = app.msgapp_challenge("ana@example.com").await;
     app.otp_send(&ch).await.expect(200);
+}
+
+#[tokio::test]
+async fn undelivered_codes_still_count_and_spent_challenges_get_no_code() {
+    let (app, fake) = cloud_app().await;
+    app.with_msgapp(&fake, "ana@example.com").await; // send 1
+    *fake.status.lock().unwrap() = StatusCode::SERVICE_UNAVAILABLE;
+    for _ in 0..4 {
+        app.clock.advance(Duration::seconds(31));
+        let ch = app.msgapp_challenge("ana@example.com").await;
+        app.otp_send(&ch)
+            .await
+            .expect_error(502, "otp_delivery_failed");
+    }
+    *fake.status.lock().unwrap() = StatusCode::OK;
+    app.clock.advance(Duration::seconds(31));
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect_error(429, "rate_limited");
+
+    // A challenge whose five attempts are spent gets no more codes.
+    app.clock.advance(Duration::hours(1));
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect(200);
+    let code = fake.last_code();
+    for _ in 0..5 {
+        app.otp_verify(&ch, &other_code(&code)).await;
+    }
+    app.clock.advance(Duration::seconds(31));
+    app.otp_send(&ch).await.expect_error(429, "rate_limited");
+}
+
+#[tokio::test]
+async fn an_unconfirmed_phone_code_expires_after_five_minutes() {
+    let (app, fake) = cloud_app().await;
+    let s = app.signed_in("ana@example.com").await;
+    let token = s["token"].as_str().unwrap();
+    app.as_user(
+        reqwest::Method::POST,
+        "/v1/me/2fa/msgapp/enable",
+        token,
+        json!({"phone_e164": PHONE}),
+    )
+    .await
+    .expect(200);
+    app.clock.advance(Duration::seconds(301));
+    app.as_user(
+        reqwest::Method::POST,
+        "/v1/me/2fa/msgapp/confirm",
+        token,
+        json!({"code": fake.last_code()}),
+    )
+    .await
+    .expect_error(422, "invalid_verification_code");
+}
+
+#[tokio::test]
+async fn a_deactivated_account_cannot_finish_with_a_code() {
+    let (app, fake) = cloud_app().await;
+    app.with_msgapp(&fake, "ana@example.com").await;
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect(200);
+    app.state
+        .db
+        .write(move |tx| {
+            merchant_admin::auth::store::set_disabled(
+                tx,
+                "ana@example.com",
+                true,
+                chrono::Utc::now(),
+            )
+        })
+        .await
+        .unwrap();
+    app.otp_verify(&ch, &fake.last_code())
+        .await
+        .expect_error(403, "account_disabled");
 }

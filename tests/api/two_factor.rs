@@ -398,3 +398,60 @@ async fn verify_recovery(app: &TestApp, challenge: &str, code: &str) -> Reply {
     )
     .await
 }
+
+#[tokio::test]
+async fn wrong_codes_count_toward_the_sign_in_lockout() {
+    let app = crate::helpers::spawn_app_with(|c| c.sign_in_failures = 3).await;
+    app.with_totp("ana@example.com").await;
+    app.clock.advance(Duration::seconds(60));
+    // Fresh challenges do not buy fresh guesses: three wrong codes lock the account's sign-in.
+    for _ in 0..3 {
+        let ch = app.challenge("ana@example.com").await;
+        app.verify_totp(&ch, "000000")
+            .await
+            .expect_error(401, "invalid_code");
+    }
+    let r = app
+        .post_json(
+            "/v1/auth/login",
+            &json!({"email": "ana@example.com", "password": PASSWORD}),
+        )
+        .await;
+    r.expect_error(429, "rate_limited");
+}
+
+#[tokio::test]
+async fn recovery_codes_and_totp_secrets_are_not_stored_readably() {
+    let app = spawn_app().await;
+    let (token, secret) = app.with_totp("ana@example.com").await;
+    let r = app
+        .authed(
+            reqwest::Method::POST,
+            "/v1/me/2fa/recovery-codes",
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    let codes: Vec<String> = r.body["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    let mut raw = std::fs::read(app.data_dir.path().join("merchant-admin.db")).unwrap();
+    raw.extend(
+        std::fs::read(app.data_dir.path().join("merchant-admin.db-wal")).unwrap_or_default(),
+    );
+    for code in &codes {
+        for form in [code.clone(), code.replace('-', "")] {
+            assert!(
+                !raw.windows(form.len()).any(|w| w == form.as_bytes()),
+                "{form} stored readably"
+            );
+        }
+    }
+    // The TOTP secret is kept (it must be, to check codes) but never shown again.
+    let me = app.get_as("/v1/me", &token).await;
+    assert!(!me.text.contains(&secret));
+}
