@@ -16,6 +16,7 @@ pub mod secrets;
 pub mod setup;
 pub mod state;
 pub mod system;
+pub mod tenants;
 pub mod time;
 
 use std::future::Future;
@@ -39,6 +40,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (v1, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(system::routes())
         .merge(auth::routes())
+        .merge(tenants::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

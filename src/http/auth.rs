@@ -203,3 +203,93 @@ async fn note_use(st: &AppState, found: &Resolved, now: DateTime<Utc>) {
         tracing::warn!(error = ?e, "could not record a token's use");
     }
 }
+
+/// A caller inside one store (spec 5; issue 4): the `{store_id}` of the path, the caller's
+/// role there (a store member's role, or owner for an owner of the store's organization) and
+/// the permissions it grants. A store the caller cannot see is 404, never a hint that it
+/// exists. Handlers then ask [`StoreScope::require`]: the one permission check.
+#[derive(Debug, Clone)]
+pub struct StoreScope {
+    pub store_id: crate::ids::StoreId,
+    pub tenant_id: crate::ids::TenantId,
+    pub principal: Principal,
+    pub role: super::permissions::Role,
+    pub permissions: super::permissions::PermissionSet,
+}
+
+impl StoreScope {
+    /// 403 `missing_permission` unless the caller holds `p` in this store.
+    pub fn require(&self, p: super::permissions::Permission) -> Result<(), AppError> {
+        if self.permissions.contains(p) {
+            Ok(())
+        } else {
+            Err(missing_permission(p))
+        }
+    }
+}
+
+pub fn missing_permission(p: super::permissions::Permission) -> AppError {
+    AppError::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::MissingPermission,
+        format!("this needs the {} permission", p.code()),
+    )
+    .with_details(serde_json::json!({ "permission": p.code() }))
+}
+
+/// The caller's role in a store, if they can see it. Owners of the organization own all of
+/// its stores.
+pub fn store_role(
+    c: &Connection,
+    store: crate::ids::StoreId,
+    user: UserId,
+) -> Result<Option<(crate::ids::TenantId, super::permissions::Role)>, AppError> {
+    let row: Option<(crate::ids::TenantId, Option<String>)> = c
+        .query_row(
+            "SELECT s.tenant_id,
+                    CASE WHEN EXISTS (SELECT 1 FROM tenant_members tm
+                                      WHERE tm.tenant_id = s.tenant_id AND tm.user_id = ?2
+                                        AND tm.role = 'owner')
+                         THEN 'owner'
+                         ELSE (SELECT role FROM store_members sm
+                               WHERE sm.store_id = s.id AND sm.user_id = ?2) END
+             FROM stores s WHERE s.id = ?1",
+            params![store, user],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    Ok(row.and_then(|(tenant, role)| {
+        role.and_then(|r| super::permissions::Role::parse(&r))
+            .map(|r| (tenant, r))
+    }))
+}
+
+impl FromRequestParts<AppState> for StoreScope {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, AppError> {
+        let principal = Principal::from_request_parts(parts, st).await?;
+        let not_found = || AppError::not_found("store");
+        let params = axum::extract::RawPathParams::from_request_parts(parts, st)
+            .await
+            .map_err(|_| not_found())?;
+        let store_id: crate::ids::StoreId = params
+            .iter()
+            .find(|(k, _)| *k == "store_id")
+            .and_then(|(_, v)| v.parse().ok())
+            .ok_or_else(not_found)?;
+        let user = principal.user_id;
+        let (tenant_id, role) = st
+            .db
+            .read(move |c| store_role(c, store_id, user))
+            .await?
+            .ok_or_else(not_found)?;
+        Ok(StoreScope {
+            store_id,
+            tenant_id,
+            principal,
+            role,
+            permissions: role.permissions(),
+        })
+    }
+}

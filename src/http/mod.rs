@@ -12,6 +12,7 @@ pub mod extract;
 pub mod idempotency;
 pub mod openapi;
 pub mod page;
+pub mod permissions;
 pub mod rate_limit;
 pub mod server;
 pub mod trace;

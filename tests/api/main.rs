@@ -13,4 +13,5 @@ mod paging;
 mod process;
 mod rate_limit;
 mod storage;
+mod tenants;
 mod two_factor;

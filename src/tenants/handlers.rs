@@ -1,0 +1,285 @@
+//! Organization and store handlers (issue 4).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use super::model::{
+    PermissionOut, StoreIn, StoreOut, StorePatch, TenantIn, TenantOut, TenantPatch,
+};
+use super::store;
+use crate::auth::model::Locale;
+use crate::http::auth::{Principal, StoreScope, missing_permission};
+use crate::http::error::AppError;
+use crate::http::extract::{Json, Path};
+use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::permissions::Permission;
+use crate::ids::TenantId;
+use crate::state::AppState;
+
+/// A name of 1 to 120 characters, trimmed.
+fn clean_name(name: &str) -> Result<String, AppError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 120 {
+        return Err(AppError::validation([(
+            "name",
+            "must be 1 to 120 characters",
+        )]));
+    }
+    if crate::setup::store::slugify(name) == "store" && !name.to_lowercase().contains("store") {
+        return Err(AppError::validation([(
+            "name",
+            "needs at least one letter or digit",
+        )]));
+    }
+    Ok(name.to_owned())
+}
+
+/// A plausible IANA zone name (`Area/Location`), without shipping a time zone database.
+fn valid_timezone(tz: &str) -> bool {
+    tz == "UTC"
+        || (tz.len() <= 64
+            && tz.contains('/')
+            && tz.split('/').all(|part| {
+                !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+'))
+            }))
+}
+
+/// Creates an organization; the caller becomes its owner.
+#[utoipa::path(post, path = "/tenants", tag = "organizations", security(("bearer" = [])),
+    request_body = TenantIn,
+    responses((status = 201, body = TenantOut), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 409, body = crate::http::error::ErrorBody), (status = 422, body = crate::http::error::ErrorBody)))]
+pub async fn create_tenant(
+    State(st): State<AppState>,
+    p: Principal,
+    Json(input): Json<TenantIn>,
+) -> Result<(StatusCode, Json<TenantOut>), AppError> {
+    let name = clean_name(&input.name)?;
+    let plan = input
+        .plan_code
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty());
+    if plan.as_ref().is_some_and(|c| c.len() > 64) {
+        return Err(AppError::validation([("plan_code", "is not a plan")]));
+    }
+    let locale = Locale::parse(&p.profile.locale).unwrap_or(Locale::PtBr);
+    let (user, now) = (p.user_id, st.clock.now());
+    let tenant = st
+        .db
+        .write(move |tx| store::create_tenant(tx, user, &name, locale, plan.as_deref(), now))
+        .await?;
+    Ok((StatusCode::CREATED, Json(tenant)))
+}
+
+/// The caller's organizations, newest first.
+#[utoipa::path(get, path = "/tenants", tag = "organizations", security(("bearer" = [])),
+    params(PageQuery), responses((status = 200, body = Page<TenantOut>)))]
+pub async fn list_tenants(
+    State(st): State<AppState>,
+    p: Principal,
+    Paged(page, _): Paged,
+) -> Result<Json<Page<TenantOut>>, AppError> {
+    let scope = format!("tenants:{}", p.user_id);
+    let after: Option<(String, String)> = page.position(&scope)?;
+    let (user, params) = (p.user_id, page.clone());
+    let (rows, total) = st
+        .db
+        .read(move |c| {
+            let rows = store::list_tenants(
+                c,
+                user,
+                after.as_ref(),
+                params.fetch_limit(),
+                params.offset(),
+            )?;
+            let total = params
+                .include_total
+                .then(|| store::count_tenants(c, user))
+                .transpose()?;
+            Ok((rows, total))
+        })
+        .await?;
+    Ok(Json(
+        Page::from_rows(
+            rows,
+            &page,
+            &scope,
+            |t| (t.created_at.clone(), t.id.to_string()),
+            |t| t,
+        )
+        .with_total(total),
+    ))
+}
+
+/// One of the caller's organizations.
+#[utoipa::path(get, path = "/tenants/{tenant_id}", tag = "organizations", security(("bearer" = [])),
+    params(("tenant_id" = TenantId, Path)),
+    responses((status = 200, body = TenantOut), (status = 404, body = crate::http::error::ErrorBody)))]
+pub async fn get_tenant(
+    State(st): State<AppState>,
+    p: Principal,
+    Path(id): Path<TenantId>,
+) -> Result<Json<TenantOut>, AppError> {
+    let user = p.user_id;
+    let t = st.db.read(move |c| store::get_tenant(c, user, id)).await?;
+    t.map(Json)
+        .ok_or_else(|| AppError::not_found("organization"))
+}
+
+/// Changes an organization's name, time zone or language (its owners only).
+#[utoipa::path(patch, path = "/tenants/{tenant_id}", tag = "organizations", security(("bearer" = [])),
+    params(("tenant_id" = TenantId, Path)), request_body = TenantPatch,
+    responses((status = 200, body = TenantOut), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 404, body = crate::http::error::ErrorBody), (status = 422, body = crate::http::error::ErrorBody)))]
+pub async fn update_tenant(
+    State(st): State<AppState>,
+    p: Principal,
+    Path(id): Path<TenantId>,
+    Json(patch): Json<TenantPatch>,
+) -> Result<Json<TenantOut>, AppError> {
+    let name = patch.name.as_deref().map(clean_name).transpose()?;
+    let timezone = patch.timezone.map(|t| t.trim().to_owned());
+    if timezone.as_deref().is_some_and(|t| !valid_timezone(t)) {
+        return Err(AppError::validation([(
+            "timezone",
+            "must be an IANA zone such as America/Sao_Paulo",
+        )]));
+    }
+    let (user, now, locale) = (p.user_id, st.clock.now(), patch.locale);
+    let t = st
+        .db
+        .write(move |tx| {
+            if store::get_tenant(tx, user, id)?.is_none() {
+                return Err(AppError::not_found("organization"));
+            }
+            if store::tenant_role(tx, id, user)?.as_deref() != Some("owner") {
+                return Err(missing_permission(Permission::TenantsEdit));
+            }
+            store::update_tenant(tx, id, name.as_deref(), timezone.as_deref(), locale, now)?;
+            store::get_tenant(tx, user, id)
+        })
+        .await?;
+    t.map(Json)
+        .ok_or_else(|| AppError::not_found("organization"))
+}
+
+/// Creates a store in an organization; needs `stores.create` there (its owners have it).
+#[utoipa::path(post, path = "/stores", tag = "stores", security(("bearer" = [])),
+    request_body = StoreIn,
+    responses((status = 201, body = StoreOut), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 409, body = crate::http::error::ErrorBody), (status = 422, body = crate::http::error::ErrorBody)))]
+pub async fn create_store(
+    State(st): State<AppState>,
+    p: Principal,
+    Json(input): Json<StoreIn>,
+) -> Result<(StatusCode, Json<StoreOut>), AppError> {
+    let name = clean_name(&input.name)?;
+    let (user, now, tenant) = (p.user_id, st.clock.now(), input.tenant_id);
+    let store = st
+        .db
+        .write(move |tx| {
+            if store::tenant_role(tx, tenant, user)?.as_deref() != Some("owner") {
+                return Err(missing_permission(Permission::StoresCreate));
+            }
+            store::create_store(tx, tenant, user, &name, now)
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(store)))
+}
+
+/// The stores the caller can see, newest first.
+#[utoipa::path(get, path = "/stores", tag = "stores", security(("bearer" = [])),
+    params(PageQuery), responses((status = 200, body = Page<StoreOut>)))]
+pub async fn list_stores(
+    State(st): State<AppState>,
+    p: Principal,
+    Paged(page, _): Paged,
+) -> Result<Json<Page<StoreOut>>, AppError> {
+    let scope = format!("stores:{}", p.user_id);
+    let after: Option<(String, String)> = page.position(&scope)?;
+    let (user, params) = (p.user_id, page.clone());
+    let (rows, total) = st
+        .db
+        .read(move |c| {
+            let rows = store::list_stores(
+                c,
+                user,
+                after.as_ref(),
+                params.fetch_limit(),
+                params.offset(),
+            )?;
+            let total = params
+                .include_total
+                .then(|| store::count_stores(c, user))
+                .transpose()?;
+            Ok((rows, total))
+        })
+        .await?;
+    Ok(Json(
+        Page::from_rows(
+            rows,
+            &page,
+            &scope,
+            |s| (s.created_at.clone(), s.id.to_string()),
+            |s| s,
+        )
+        .with_total(total),
+    ))
+}
+
+/// A store the caller belongs to.
+#[utoipa::path(get, path = "/stores/{store_id}", tag = "stores", security(("bearer" = [])),
+    params(("store_id" = crate::ids::StoreId, Path)),
+    responses((status = 200, body = StoreOut), (status = 404, body = crate::http::error::ErrorBody)))]
+pub async fn get_store(
+    State(st): State<AppState>,
+    scope: StoreScope,
+) -> Result<Json<StoreOut>, AppError> {
+    let id = scope.store_id;
+    let s = st.db.read(move |c| store::get_store(c, id)).await?;
+    s.map(Json).ok_or_else(|| AppError::not_found("store"))
+}
+
+/// Renames a store; needs `stores.edit`.
+#[utoipa::path(patch, path = "/stores/{store_id}", tag = "stores", security(("bearer" = [])),
+    params(("store_id" = crate::ids::StoreId, Path)), request_body = StorePatch,
+    responses((status = 200, body = StoreOut), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 404, body = crate::http::error::ErrorBody)))]
+pub async fn update_store(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Json(patch): Json<StorePatch>,
+) -> Result<Json<StoreOut>, AppError> {
+    scope.require(Permission::StoresEdit)?;
+    let name = patch.name.as_deref().map(clean_name).transpose()?;
+    let (id, now) = (scope.store_id, st.clock.now());
+    let s = st
+        .db
+        .write(move |tx| {
+            if let Some(n) = &name {
+                store::rename_store(tx, id, n, now)?;
+            }
+            store::get_store(tx, id)
+        })
+        .await?;
+    s.map(Json).ok_or_else(|| AppError::not_found("store"))
+}
+
+/// Every permission code, with its area and what it allows.
+#[utoipa::path(get, path = "/permissions/catalog", tag = "organizations", security(("bearer" = [])),
+    responses((status = 200, body = Vec<PermissionOut>)))]
+pub async fn permission_catalog(_: Principal) -> Json<Vec<PermissionOut>> {
+    Json(
+        Permission::ALL
+            .iter()
+            .map(|p| PermissionOut {
+                code: p.code(),
+                area: p.area(),
+                description: p.description(),
+            })
+            .collect(),
+    )
+}

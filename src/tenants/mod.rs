@@ -1,0 +1,27 @@
+//! Organizations (tenants), stores and permissions (spec 4.10, 5; issue 4).
+//!
+//! Invariants:
+//! - Every store route takes a `StoreScope`: a store the caller cannot see is 404, and
+//!   `scope.require(permission)` is the one permission check.
+//! - Owners of an organization are owners of each of its stores; a store's creator is
+//!   recorded as its owner too.
+//! - Slugs are derived once, at creation, and are unique (organizations globally, stores
+//!   within their organization): 409 `slug_taken`.
+
+pub mod handlers;
+pub mod model;
+pub mod store;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(handlers::create_tenant, handlers::list_tenants))
+        .routes(routes!(handlers::get_tenant, handlers::update_tenant))
+        .routes(routes!(handlers::create_store, handlers::list_stores))
+        .routes(routes!(handlers::get_store, handlers::update_store))
+        .routes(routes!(handlers::permission_catalog))
+}

@@ -1,0 +1,229 @@
+//! SQL of organizations and stores. Every store query is scoped by the caller: a row the
+//! caller cannot see is never returned.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::model::{StoreOut, TenantOut};
+use crate::auth::model::Locale;
+use crate::http::error::{AppError, ErrorCode, ResultExt};
+use crate::ids::{StoreId, TenantId, UserId};
+use crate::setup::store::slugify;
+use crate::time;
+
+fn slug_taken(what: &str) -> AppError {
+    AppError::conflict(
+        ErrorCode::SlugTaken,
+        format!("a {what} with this name already exists"),
+    )
+}
+
+const TENANT_COLUMNS: &str = "t.id, t.name, t.slug, t.currency, t.timezone, t.locale, t.created_at";
+
+fn tenant_row(r: &Row<'_>) -> rusqlite::Result<TenantOut> {
+    Ok(TenantOut {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        slug: r.get(2)?,
+        currency: r.get(3)?,
+        timezone: r.get(4)?,
+        locale: r.get(5)?,
+        created_at: r.get(6)?,
+    })
+}
+
+/// Creates an organization with `owner` as its owner.
+pub fn create_tenant(
+    tx: &Transaction<'_>,
+    owner: UserId,
+    name: &str,
+    locale: Locale,
+    plan_code: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<TenantOut, AppError> {
+    let (id, now_s, slug) = (TenantId::new(), time::format(now), slugify(name));
+    tx.execute(
+        "INSERT INTO tenants (id, name, slug, locale, plan_code, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        params![id, name, slug, locale, plan_code, now_s],
+    )
+    .on_constraint("tenants.slug", |_| slug_taken("organization"))?;
+    tx.execute(
+        "INSERT INTO tenant_members (tenant_id, user_id, role, created_at) VALUES (?1, ?2, 'owner', ?3)",
+        params![id, owner, now_s],
+    )?;
+    get_tenant(tx, owner, id)?.ok_or_else(|| AppError::internal(anyhow::anyhow!("tenant vanished")))
+}
+
+/// The caller's role in an organization (`owner` or `member`), if any.
+pub fn tenant_role(
+    c: &Connection,
+    tenant: TenantId,
+    user: UserId,
+) -> Result<Option<String>, AppError> {
+    Ok(c.query_row(
+        "SELECT role FROM tenant_members WHERE tenant_id = ?1 AND user_id = ?2",
+        params![tenant, user],
+        |r| r.get(0),
+    )
+    .optional()?)
+}
+
+/// An organization the caller belongs to (directly, or through one of its stores).
+pub fn get_tenant(
+    c: &Connection,
+    user: UserId,
+    id: TenantId,
+) -> Result<Option<TenantOut>, AppError> {
+    let sql = format!(
+        "SELECT {TENANT_COLUMNS} FROM tenants t WHERE t.id = ?1 AND (
+            EXISTS (SELECT 1 FROM tenant_members m WHERE m.tenant_id = t.id AND m.user_id = ?2)
+            OR EXISTS (SELECT 1 FROM stores s JOIN store_members sm ON sm.store_id = s.id
+                       WHERE s.tenant_id = t.id AND sm.user_id = ?2))"
+    );
+    Ok(c.query_row(&sql, params![id, user], tenant_row)
+        .optional()?)
+}
+
+/// The caller's organizations, newest first, keyset-paged on (created_at, id).
+pub fn list_tenants(
+    c: &Connection,
+    user: UserId,
+    after: Option<&(String, String)>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<TenantOut>, AppError> {
+    let (at, id) = after.map_or(("9999".into(), String::new()), |(a, i)| {
+        (a.clone(), i.clone())
+    });
+    let sql = format!(
+        "SELECT {TENANT_COLUMNS} FROM tenants t
+         WHERE (t.created_at, t.id) < (?2, ?3) AND t.id IN (
+             SELECT tenant_id FROM tenant_members WHERE user_id = ?1
+             UNION SELECT s.tenant_id FROM stores s JOIN store_members sm ON sm.store_id = s.id
+                   WHERE sm.user_id = ?1)
+         ORDER BY t.created_at DESC, t.id DESC LIMIT ?4 OFFSET ?5"
+    );
+    let mut stmt = c.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map(params![user, at, id, limit, offset], tenant_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub fn update_tenant(
+    tx: &Transaction<'_>,
+    id: TenantId,
+    name: Option<&str>,
+    timezone: Option<&str>,
+    locale: Option<Locale>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE tenants SET name = COALESCE(?2, name), timezone = COALESCE(?3, timezone),
+                            locale = COALESCE(?4, locale), updated_at = ?5
+         WHERE id = ?1",
+        params![id, name, timezone, locale, time::format(now)],
+    )?;
+    Ok(())
+}
+
+const STORE_COLUMNS: &str = "s.id, s.tenant_id, s.name, s.slug, s.created_at";
+
+fn store_row(r: &Row<'_>) -> rusqlite::Result<StoreOut> {
+    Ok(StoreOut {
+        id: r.get(0)?,
+        tenant_id: r.get(1)?,
+        name: r.get(2)?,
+        slug: r.get(3)?,
+        created_at: r.get(4)?,
+    })
+}
+
+/// Creates a store in an organization, with `creator` as its owner.
+pub fn create_store(
+    tx: &Transaction<'_>,
+    tenant: TenantId,
+    creator: UserId,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<StoreOut, AppError> {
+    let (id, now_s) = (StoreId::new(), time::format(now));
+    tx.execute(
+        "INSERT INTO stores (id, tenant_id, name, slug, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        params![id, tenant, name, slugify(name), now_s],
+    )
+    .on_constraint("stores.tenant_id", |_| slug_taken("store"))?;
+    crate::setup::store::add_store_member(tx, id, creator, "owner", &now_s)?;
+    get_store(tx, id)?.ok_or_else(|| AppError::internal(anyhow::anyhow!("store vanished")))
+}
+
+/// A store by id. Callers reach it only through `StoreScope`, which checked access.
+pub fn get_store(c: &Connection, id: StoreId) -> Result<Option<StoreOut>, AppError> {
+    let sql = format!("SELECT {STORE_COLUMNS} FROM stores s WHERE s.id = ?1");
+    Ok(c.query_row(&sql, [id], store_row).optional()?)
+}
+
+/// The stores the caller can see, newest first, keyset-paged on (created_at, id).
+pub fn list_stores(
+    c: &Connection,
+    user: UserId,
+    after: Option<&(String, String)>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<StoreOut>, AppError> {
+    let (at, id) = after.map_or(("9999".into(), String::new()), |(a, i)| {
+        (a.clone(), i.clone())
+    });
+    let sql = format!(
+        "SELECT {STORE_COLUMNS} FROM stores s
+         WHERE (s.created_at, s.id) < (?2, ?3) AND (
+             EXISTS (SELECT 1 FROM store_members sm WHERE sm.store_id = s.id AND sm.user_id = ?1)
+             OR EXISTS (SELECT 1 FROM tenant_members tm WHERE tm.tenant_id = s.tenant_id
+                          AND tm.user_id = ?1 AND tm.role = 'owner'))
+         ORDER BY s.created_at DESC, s.id DESC LIMIT ?4 OFFSET ?5"
+    );
+    let mut stmt = c.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map(params![user, at, id, limit, offset], store_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub fn rename_store(
+    tx: &Transaction<'_>,
+    id: StoreId,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE stores SET name = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, name, time::format(now)],
+    )?;
+    Ok(())
+}
+
+/// How many stores the caller can see (for `include_total`).
+pub fn count_stores(c: &Connection, user: UserId) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) FROM stores s WHERE
+             EXISTS (SELECT 1 FROM store_members sm WHERE sm.store_id = s.id AND sm.user_id = ?1)
+             OR EXISTS (SELECT 1 FROM tenant_members tm WHERE tm.tenant_id = s.tenant_id
+                          AND tm.user_id = ?1 AND tm.role = 'owner')",
+        [user],
+        |r| r.get(0),
+    )?)
+}
+
+/// How many organizations the caller belongs to (for `include_total`).
+pub fn count_tenants(c: &Connection, user: UserId) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) FROM (
+             SELECT tenant_id FROM tenant_members WHERE user_id = ?1
+             UNION SELECT s.tenant_id FROM stores s JOIN store_members sm ON sm.store_id = s.id
+                   WHERE sm.user_id = ?1)",
+        [user],
+        |r| r.get(0),
+    )?)
+}

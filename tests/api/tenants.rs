@@ -1,0 +1,367 @@
+//! Organizations, stores and permissions (issue 4).
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Reply, TestApp, spawn_app};
+
+impl TestApp {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut req = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        self.send(req).await
+    }
+
+    /// Signs up and in; returns the access token and the user id.
+    async fn member(&self, email: &str) -> (String, String) {
+        let s = self.signed_in(email).await;
+        (
+            s["token"].as_str().unwrap().to_string(),
+            s["user"]["id"].as_str().unwrap().to_string(),
+        )
+    }
+
+    async fn add_to_store(&self, store_id: &str, user_id: &str, role: &'static str) {
+        let (store, user) = (store_id.parse().unwrap(), user_id.parse().unwrap());
+        let now = merchant_admin::time::format(self.clock_now());
+        self.state
+            .db
+            .write(move |tx| {
+                merchant_admin::setup::store::add_store_member(tx, store, user, role, &now)
+            })
+            .await
+            .unwrap();
+    }
+}
+
+fn post() -> reqwest::Method {
+    reqwest::Method::POST
+}
+fn get() -> reqwest::Method {
+    reqwest::Method::GET
+}
+fn patch() -> reqwest::Method {
+    reqwest::Method::PATCH
+}
+
+#[tokio::test]
+async fn creating_an_organization() {
+    let app = spawn_app().await;
+    let (token, _) = app.member("ana@example.com").await;
+    app.call(patch(), "/v1/me", &token, Some(json!({"locale": "en-US"})))
+        .await
+        .expect(200);
+    let r = app
+        .call(
+            post(),
+            "/v1/tenants",
+            &token,
+            Some(json!({"name": "Loja da Ána"})),
+        )
+        .await;
+    r.expect(201);
+    let t = &r.body;
+    assert_eq!(t["name"], "Loja da Ána");
+    assert_eq!(t["slug"], "loja-da-ana");
+    assert_eq!(t["currency"], "BRL");
+    assert_eq!(t["timezone"], "America/Sao_Paulo");
+    assert_eq!(t["locale"], "en-US", "the caller's language");
+    assert!(t["id"].is_string() && t["created_at"].is_string());
+
+    app.call(
+        post(),
+        "/v1/tenants",
+        &token,
+        Some(json!({"name": "LOJA DA ANA"})),
+    )
+    .await
+    .expect_error(409, "slug_taken");
+    for bad in [
+        json!({"name": ""}),
+        json!({"name": "x".repeat(121)}),
+        json!({}),
+    ] {
+        app.call(post(), "/v1/tenants", &token, Some(bad))
+            .await
+            .expect_error(422, "validation_failed");
+    }
+    app.send(
+        app.client
+            .post(app.url("/v1/tenants"))
+            .json(&json!({"name": "Anon"})),
+    )
+    .await
+    .expect_error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn organizations_are_visible_to_their_people_only() {
+    let app = spawn_app().await;
+    let (ana, _) = app.member("ana@example.com").await;
+    let (bia, _) = app.member("bia@example.com").await;
+    let mine = app
+        .call(
+            post(),
+            "/v1/tenants",
+            &ana,
+            Some(json!({"name": "Ana Org"})),
+        )
+        .await
+        .body;
+    app.call(
+        post(),
+        "/v1/tenants",
+        &bia,
+        Some(json!({"name": "Bia Org"})),
+    )
+    .await
+    .expect(201);
+
+    let list = app.call(get(), "/v1/tenants", &ana, None).await;
+    let names: Vec<&str> = list.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["Ana Org"]);
+    let path = format!("/v1/tenants/{}", mine["id"].as_str().unwrap());
+    app.call(get(), &path, &ana, None).await.expect(200);
+    app.call(get(), &path, &bia, None)
+        .await
+        .expect_error(404, "not_found");
+    app.call(patch(), &path, &bia, Some(json!({"name": "Mine now"})))
+        .await
+        .expect_error(404, "not_found");
+
+    let r = app
+        .call(
+            patch(),
+            &path,
+            &ana,
+            Some(json!({"name": "Ana Org 2", "timezone": "Europe/Lisbon", "locale": "en-US"})),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(
+        (r.body["name"].as_str(), r.body["timezone"].as_str()),
+        (Some("Ana Org 2"), Some("Europe/Lisbon"))
+    );
+    assert_eq!(r.body["slug"], "ana-org", "slugs do not change");
+    for bad in [
+        json!({"timezone": "not a zone"}),
+        json!({"locale": "fr-FR"}),
+    ] {
+        app.call(patch(), &path, &ana, Some(bad))
+            .await
+            .expect_error(422, "validation_failed");
+    }
+}
+
+#[tokio::test]
+async fn creating_stores_needs_stores_create_in_the_organization() {
+    let app = spawn_app().await;
+    let (ana, _) = app.member("ana@example.com").await;
+    let (bia, bia_id) = app.member("bia@example.com").await;
+    let org = app
+        .call(
+            post(),
+            "/v1/tenants",
+            &ana,
+            Some(json!({"name": "Ana Org"})),
+        )
+        .await
+        .body;
+    let tenant_id = org["id"].as_str().unwrap();
+    let r = app
+        .call(
+            post(),
+            "/v1/stores",
+            &ana,
+            Some(json!({"tenant_id": tenant_id, "name": "Centro"})),
+        )
+        .await;
+    r.expect(201);
+    assert_eq!(r.body["tenant_id"], tenant_id);
+    assert_eq!(r.body["slug"], "centro");
+    let store_id = r.body["id"].as_str().unwrap().to_string();
+    app.call(
+        post(),
+        "/v1/stores",
+        &ana,
+        Some(json!({"tenant_id": tenant_id, "name": "CENTRO"})),
+    )
+    .await
+    .expect_error(409, "slug_taken");
+
+    // A staff member of one of its stores may not create stores in the organization.
+    app.add_to_store(&store_id, &bia_id, "staff").await;
+    let r = app
+        .call(
+            post(),
+            "/v1/stores",
+            &bia,
+            Some(json!({"tenant_id": tenant_id, "name": "Norte"})),
+        )
+        .await;
+    r.expect_error(403, "missing_permission");
+    assert_eq!(r.body["details"]["permission"], "stores.create");
+    // The same name is fine in another organization.
+    let other = app
+        .call(
+            post(),
+            "/v1/tenants",
+            &bia,
+            Some(json!({"name": "Bia Org"})),
+        )
+        .await
+        .body;
+    app.call(
+        post(),
+        "/v1/stores",
+        &bia,
+        Some(json!({"tenant_id": other["id"], "name": "Centro"})),
+    )
+    .await
+    .expect(201);
+
+    let list = app
+        .call(get(), "/v1/stores?include_total=true", &bia, None)
+        .await;
+    assert_eq!(
+        list.body["total"], 2,
+        "bia's own store and the one she works in"
+    );
+}
+
+#[tokio::test]
+async fn the_authorization_table_for_store_routes() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("owner@example.com").await;
+    let org = app
+        .call(post(), "/v1/tenants", &owner, Some(json!({"name": "Org"})))
+        .await
+        .body;
+    let store = app
+        .call(
+            post(),
+            "/v1/stores",
+            &owner,
+            Some(json!({"tenant_id": org["id"], "name": "Loja"})),
+        )
+        .await
+        .body;
+    let store_id = store["id"].as_str().unwrap().to_string();
+    let mut tokens = vec![("owner", owner.clone())];
+    for role in ["admin", "staff", "viewer"] {
+        let (t, id) = app.member(&format!("{role}@example.com")).await;
+        app.add_to_store(&store_id, &id, role).await;
+        tokens.push((role, t));
+    }
+    let (stranger, _) = app.member("stranger@example.com").await;
+
+    // (method, path, body, the roles that may) — later issues add their routes here.
+    let p = format!("/v1/stores/{store_id}");
+    let table: Vec<(reqwest::Method, String, Option<Value>, &[&str])> = vec![
+        (
+            get(),
+            p.clone(),
+            None,
+            &["owner", "admin", "staff", "viewer"],
+        ),
+        (
+            patch(),
+            p.clone(),
+            Some(json!({"name": "Loja"})),
+            &["owner", "admin"],
+        ),
+    ];
+    for (method, path, body, allowed) in &table {
+        for (role, token) in &tokens {
+            let r = app.call(method.clone(), path, token, body.clone()).await;
+            if allowed.contains(role) {
+                assert!(r.status.is_success(), "{role} {method} {path}: {}", r.text);
+            } else {
+                r.expect_error(403, "missing_permission");
+            }
+        }
+        // A member of another store (here: nobody's member) never learns the store exists.
+        app.call(method.clone(), path, &stranger, body.clone())
+            .await
+            .expect_error(404, "not_found");
+    }
+    let fake = format!("/v1/stores/{}", uuid::Uuid::now_v7());
+    app.call(get(), &fake, &owner, None)
+        .await
+        .expect_error(404, "not_found");
+    app.call(get(), "/v1/stores/not-a-uuid", &owner, None)
+        .await
+        .expect_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn the_permission_catalog_lists_every_code() {
+    let app = spawn_app().await;
+    let (token, _) = app.member("ana@example.com").await;
+    let r = app
+        .call(get(), "/v1/permissions/catalog", &token, None)
+        .await;
+    r.expect(200);
+    let rows = r.body.as_array().unwrap();
+    for code in [
+        "stores.create",
+        "stores.edit",
+        "members.read",
+        "members.write",
+        "api_tokens.read",
+        "api_tokens.write",
+        "products.read",
+        "products.write",
+        "categories.write",
+        "customers.read",
+        "customers.write",
+        "orders.read",
+        "orders.write",
+        "orders.refund",
+        "inventory.read",
+        "inventory.write",
+        "reviews.read",
+        "reviews.write",
+        "conversations.read",
+        "conversations.write",
+        "webhooks.read",
+        "webhooks.write",
+        "webhooks.edit",
+        "webhooks.delete",
+        "cms.read",
+        "cms.write",
+        "marketing.read",
+        "workflows.read",
+        "workflows.write",
+        "brand.read",
+        "brand.write",
+        "assistant.use",
+        "billing.read",
+        "billing.write",
+        "audit.read",
+    ] {
+        let row = rows
+            .iter()
+            .find(|r| r["code"] == code)
+            .unwrap_or_else(|| panic!("{code} missing"));
+        assert!(row["area"].is_string() && row["description"].is_string());
+    }
+    app.get("/v1/permissions/catalog")
+        .await
+        .expect_error(401, "unauthorized");
+}
