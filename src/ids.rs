@@ -85,3 +85,4 @@ id_type!(JobId);
 id_type!(EventId);
 id_type!(SessionId);
 id_type!(PairId);
+id_type!(ApiTokenId);

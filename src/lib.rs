@@ -2,6 +2,7 @@
 //! [`serve`] runs it with the job workers and the scheduler until shutdown, so tests start
 //! exactly what production runs.
 
+pub mod api_tokens;
 pub mod auth;
 pub mod cli;
 pub mod clock;
@@ -41,6 +42,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(system::routes())
         .merge(auth::routes())
         .merge(tenants::routes())
+        .merge(api_tokens::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

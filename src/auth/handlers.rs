@@ -11,7 +11,7 @@ use super::model::{
 use super::store::{self, IssuedPair, Lifetimes, Refreshed, UserRow};
 use super::{device, password};
 use crate::events;
-use crate::http::auth::{Principal, unauthorized};
+use crate::http::auth::{Principal, UserSession, unauthorized};
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::no_store;
@@ -275,7 +275,7 @@ pub(super) async fn load_user(st: &AppState, p: &Principal) -> Result<UserRow, A
 /// The signed-in user.
 #[utoipa::path(get, path = "/me", tag = "me", security(("bearer" = [])),
     responses((status = 200, body = UserOut), (status = 401, body = crate::http::error::ErrorBody)))]
-pub async fn get_me(p: Principal) -> Json<UserOut> {
+pub async fn get_me(UserSession(p): UserSession) -> Json<UserOut> {
     // The token lookup already read the account, in this same request.
     let u = &p.profile;
     Json(UserOut {
@@ -295,7 +295,7 @@ pub async fn get_me(p: Principal) -> Json<UserOut> {
     responses((status = 200, body = UserOut), (status = 422, body = crate::http::error::ErrorBody)))]
 pub async fn update_me(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Json(patch): Json<MePatch>,
 ) -> Result<Json<UserOut>, AppError> {
     if let Some(locale) = patch.locale {
@@ -313,7 +313,7 @@ pub async fn update_me(
               (status = 422, body = crate::http::error::ErrorBody)))]
 pub async fn change_password(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordIn>,
 ) -> Result<StatusCode, AppError> {
@@ -347,7 +347,7 @@ pub async fn change_password(
     responses((status = 200, body = Page<DeviceSessionOut>)))]
 pub async fn list_sessions(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Paged(page, _): Paged,
 ) -> Result<Json<Page<DeviceSessionOut>>, AppError> {
     let scope = format!("sessions:{}", p.user_id);
@@ -396,7 +396,7 @@ pub async fn list_sessions(
     responses((status = 204, description = "Signed out"), (status = 404, body = crate::http::error::ErrorBody)))]
 pub async fn delete_session(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Path(id): Path<SessionId>,
 ) -> Result<StatusCode, AppError> {
     let (user, now) = (p.user_id, st.clock.now());

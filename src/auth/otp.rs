@@ -13,7 +13,7 @@ use super::store::{self, CHALLENGE_ATTEMPTS, CODE_TTL, CodeOwner};
 use super::two_factor::{
     Check, Method, invalid_challenge, invalid_code, msgapp_not_enabled, verify_challenge,
 };
-use crate::http::auth::Principal;
+use crate::http::auth::UserSession;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::Json;
 use crate::http::trace::ClientAddr;
@@ -87,7 +87,7 @@ fn owner_of(challenge_id: Option<&str>) -> CodeOwner<'_> {
               (status = 502, body = crate::http::error::ErrorBody)))]
 pub async fn msgapp_enable(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Json(input): Json<MsgappEnableIn>,
 ) -> Result<Json<CodeSentOut>, AppError> {
     let phone = input.phone_e164.trim().to_owned();
@@ -115,7 +115,7 @@ pub async fn msgapp_enable(
     responses((status = 204, description = "Enabled"), (status = 422, body = crate::http::error::ErrorBody)))]
 pub async fn msgapp_confirm(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Json(input): Json<CodeIn>,
 ) -> Result<StatusCode, AppError> {
     let given = secrets::keyed_hash(&st.hmac_key, input.code.trim().as_bytes());
@@ -155,7 +155,7 @@ pub async fn msgapp_confirm(
     responses((status = 204, description = "Disabled"), (status = 400, body = crate::http::error::ErrorBody)))]
 pub async fn msgapp_disable(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordConfirmIn>,
 ) -> Result<StatusCode, AppError> {

@@ -16,7 +16,7 @@ use super::model::{
 };
 use super::store::{self, CHALLENGE_ATTEMPTS, ChallengeRow, IssuedPair, UserRow};
 use super::totp;
-use crate::http::auth::Principal;
+use crate::http::auth::UserSession;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::Json;
 use crate::http::idempotency::no_store;
@@ -37,7 +37,10 @@ fn totp_already_enabled() -> AppError {
 /// Starts TOTP setup: a new pending secret (replacing any earlier one) to scan.
 #[utoipa::path(get, path = "/me/2fa/totp/setup", tag = "me", security(("bearer" = [])),
     responses((status = 200, body = TotpSetupOut), (status = 409, body = crate::http::error::ErrorBody)))]
-pub async fn totp_setup(State(st): State<AppState>, p: Principal) -> Result<Response, AppError> {
+pub async fn totp_setup(
+    State(st): State<AppState>,
+    UserSession(p): UserSession,
+) -> Result<Response, AppError> {
     let user = load_user(&st, &p).await?;
     if user.totp_enabled {
         return Err(totp_already_enabled());
@@ -63,7 +66,7 @@ pub async fn totp_setup(State(st): State<AppState>, p: Principal) -> Result<Resp
               (status = 422, body = crate::http::error::ErrorBody)))]
 pub async fn totp_enable(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Json(input): Json<TotpCodeIn>,
 ) -> Result<StatusCode, AppError> {
     let (id, now) = (p.user_id, st.clock.now());
@@ -93,7 +96,7 @@ pub async fn totp_enable(
     responses((status = 204, description = "Disabled"), (status = 400, body = crate::http::error::ErrorBody)))]
 pub async fn totp_disable(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordConfirmIn>,
 ) -> Result<StatusCode, AppError> {
@@ -139,7 +142,7 @@ fn normalize_recovery(code: &str) -> String {
     responses((status = 200, body = RecoveryCodesOut), (status = 409, body = crate::http::error::ErrorBody)))]
 pub async fn regenerate_recovery_codes(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
 ) -> Result<Response, AppError> {
     let user = load_user(&st, &p).await?;
     if !user.has_second_factor() {

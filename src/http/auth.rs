@@ -29,6 +29,13 @@ pub enum Credential {
         session_id: SessionId,
         pair_id: PairId,
     },
+    /// A store API token: held to its store, and to its scopes there.
+    StoreToken {
+        token_id: crate::ids::ApiTokenId,
+        store_id: crate::ids::StoreId,
+        name: String,
+        scopes: super::permissions::PermissionSet,
+    },
 }
 
 /// An authenticated caller.
@@ -55,7 +62,34 @@ impl Principal {
     pub fn session_id(&self) -> Option<SessionId> {
         match &self.credential {
             Credential::Session { session_id, .. } => Some(*session_id),
+            Credential::StoreToken { .. } => None,
         }
+    }
+
+    /// True when the caller used a store API token rather than a session.
+    pub fn is_store_token(&self) -> bool {
+        matches!(self.credential, Credential::StoreToken { .. })
+    }
+}
+
+/// A caller signed in as a user, not through a store API token: user-level and
+/// organization-level routes take this (spec 5 rule 2: a store token is held to its store).
+#[derive(Debug, Clone)]
+pub struct UserSession(pub Principal);
+
+impl<S: Send + Sync> FromRequestParts<S> for UserSession {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &S) -> Result<Self, AppError> {
+        let p = Principal::from_request_parts(parts, st).await?;
+        if p.is_store_token() {
+            return Err(AppError::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::MissingPermission,
+                "a store API token works only on its own store's routes",
+            ));
+        }
+        Ok(UserSession(p))
     }
 }
 
@@ -94,7 +128,67 @@ impl<S: Send + Sync> FromRequestParts<S> for MaybePrincipal {
 struct Resolved {
     principal: Principal,
     first_use: bool,
-    last_used_at: String,
+    last_used_at: Option<String>,
+}
+
+/// Prefixes of store API token values, current and legacy. Clients must treat tokens as
+/// opaque; the server may use its own formats to pick the table to look in.
+const STORE_TOKEN_PREFIXES: [&str; 2] = ["svc_st_", "bod_"];
+
+fn scopes_from_json(json: &str) -> super::permissions::PermissionSet {
+    use super::permissions::{Permission, PermissionSet};
+    let codes: Vec<String> = serde_json::from_str(json).unwrap_or_default();
+    if codes.iter().any(|c| c == "*") {
+        return PermissionSet::all();
+    }
+    PermissionSet::of(codes.iter().filter_map(|c| Permission::parse(c)))
+}
+
+/// Looks a store API token up: live (not expired), its issuer active and still in the
+/// store (a member, or an owner of its organization).
+fn resolve_store_token(
+    c: &Connection,
+    hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<Option<Resolved>, AppError> {
+    Ok(c.query_row(
+        "SELECT t.created_by, t.id, t.store_id, t.name, t.scopes, t.last_used_at,
+                u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
+                u.created_at
+         FROM api_tokens t
+         JOIN users u ON u.id = t.created_by
+         JOIN stores s ON s.id = t.store_id
+         WHERE t.token_hash = ?1 AND (t.expires_at IS NULL OR t.expires_at > ?2)
+           AND u.disabled_at IS NULL
+           AND (EXISTS (SELECT 1 FROM store_members m WHERE m.store_id = t.store_id
+                          AND m.user_id = t.created_by)
+                OR EXISTS (SELECT 1 FROM tenant_members tm WHERE tm.tenant_id = s.tenant_id
+                             AND tm.user_id = t.created_by AND tm.role = 'owner'))",
+        params![hash, time::format(now)],
+        |r| {
+            Ok(Resolved {
+                principal: Principal {
+                    user_id: r.get(0)?,
+                    credential: Credential::StoreToken {
+                        token_id: r.get(1)?,
+                        store_id: r.get(2)?,
+                        name: r.get(3)?,
+                        scopes: scopes_from_json(&r.get::<_, String>(4)?),
+                    },
+                    profile: std::sync::Arc::new(Profile {
+                        email: r.get(6)?,
+                        locale: r.get(7)?,
+                        totp_enabled: r.get(8)?,
+                        msgapp_enabled: r.get(9)?,
+                        created_at: r.get(10)?,
+                    }),
+                },
+                first_use: false,
+                last_used_at: r.get(5)?,
+            })
+        },
+    )
+    .optional()?)
 }
 
 fn bearer(req: &Request) -> Option<&str> {
@@ -152,11 +246,23 @@ fn resolve_session(
 pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     if let Some(token) = bearer(&req) {
         let (hash, now) = (secrets::hash(token), st.clock.now());
-        match st.db.read(move |c| resolve_session(c, &hash, now)).await {
+        let store_token = STORE_TOKEN_PREFIXES.iter().any(|p| token.starts_with(p));
+        let found = st
+            .db
+            .read(move |c| {
+                if store_token {
+                    resolve_store_token(c, &hash, now)
+                } else {
+                    resolve_session(c, &hash, now)
+                }
+            })
+            .await;
+        match found {
             Ok(Some(found)) => {
                 note_use(&st, &found, now).await;
                 let credential = match &found.principal.credential {
                     Credential::Session { session_id, .. } => format!("session:{session_id}"),
+                    Credential::StoreToken { token_id, .. } => format!("api_token:{token_id}"),
                 };
                 req.extensions_mut().insert(CredentialId(credential));
                 req.extensions_mut().insert(found.principal);
@@ -171,19 +277,30 @@ pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Ne
 /// Records the first use of an access token (a refresh retry must see it) and, at most once
 /// a minute, the session's `last_used_at`.
 async fn note_use(st: &AppState, found: &Resolved, now: DateTime<Utc>) {
-    let stale = time::parse(&found.last_used_at).is_none_or(|t| now - t >= LAST_USED_GRANULARITY);
+    let stale = found
+        .last_used_at
+        .as_deref()
+        .and_then(time::parse)
+        .is_none_or(|t| now - t >= LAST_USED_GRANULARITY);
     if !found.first_use && !stale {
         return;
     }
-    let Credential::Session {
-        session_id,
-        pair_id,
-    } = found.principal.credential.clone();
+    let credential = found.principal.credential.clone();
     let first_use = found.first_use;
     let res = st
         .db
         .write(move |tx| {
             let now = time::format(now);
+            let (session_id, pair_id) = match credential {
+                Credential::Session { session_id, pair_id } => (session_id, pair_id),
+                Credential::StoreToken { token_id, .. } => {
+                    tx.execute(
+                        "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1",
+                        params![token_id, now],
+                    )?;
+                    return Ok(());
+                }
+            };
             if first_use {
                 tx.execute(
                     "UPDATE token_pairs SET access_used_at = ?2 WHERE id = ?1 AND access_used_at IS NULL",
@@ -278,18 +395,37 @@ impl FromRequestParts<AppState> for StoreScope {
             .find(|(k, _)| *k == "store_id")
             .and_then(|(_, v)| v.parse().ok())
             .ok_or_else(not_found)?;
+        let scopes = match &principal.credential {
+            Credential::StoreToken {
+                store_id: own,
+                scopes,
+                ..
+            } => {
+                if *own != store_id {
+                    return Err(AppError::new(
+                        StatusCode::FORBIDDEN,
+                        ErrorCode::MissingPermission,
+                        "this store API token belongs to another store",
+                    ));
+                }
+                *scopes
+            }
+            Credential::Session { .. } => super::permissions::PermissionSet::all(),
+        };
         let user = principal.user_id;
         let (tenant_id, role) = st
             .db
             .read(move |c| store_role(c, store_id, user))
             .await?
             .ok_or_else(not_found)?;
+        // A token never does more than its user (spec 5 rule 1).
+        let permissions = role.permissions().intersect(scopes);
         Ok(StoreScope {
             store_id,
             tenant_id,
             principal,
             role,
-            permissions: role.permissions(),
+            permissions,
         })
     }
 }

@@ -8,8 +8,8 @@ use super::model::{
 };
 use super::store;
 use crate::auth::model::Locale;
-use crate::http::auth::{Principal, StoreScope, missing_permission};
-use crate::http::error::AppError;
+use crate::http::auth::{Principal, StoreScope, UserSession, missing_permission};
+use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
@@ -57,6 +57,14 @@ pub async fn create_tenant(
     p: Principal,
     Json(input): Json<TenantIn>,
 ) -> Result<(StatusCode, Json<TenantOut>), AppError> {
+    if p.is_store_token() {
+        // Spec 5 rule 2: there are no organization-wide tokens.
+        return Err(AppError::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            "a store API token cannot create organizations",
+        ));
+    }
     let name = clean_name(&input.name)?;
     let plan = input
         .plan_code
@@ -79,7 +87,7 @@ pub async fn create_tenant(
     params(PageQuery), responses((status = 200, body = Page<TenantOut>)))]
 pub async fn list_tenants(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Paged(page, _): Paged,
 ) -> Result<Json<Page<TenantOut>>, AppError> {
     let scope = format!("tenants:{}", p.user_id);
@@ -120,7 +128,7 @@ pub async fn list_tenants(
     responses((status = 200, body = TenantOut), (status = 404, body = crate::http::error::ErrorBody)))]
 pub async fn get_tenant(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Path(id): Path<TenantId>,
 ) -> Result<Json<TenantOut>, AppError> {
     let user = p.user_id;
@@ -136,7 +144,7 @@ pub async fn get_tenant(
               (status = 404, body = crate::http::error::ErrorBody), (status = 422, body = crate::http::error::ErrorBody)))]
 pub async fn update_tenant(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Path(id): Path<TenantId>,
     Json(patch): Json<TenantPatch>,
 ) -> Result<Json<TenantOut>, AppError> {
@@ -173,7 +181,7 @@ pub async fn update_tenant(
               (status = 409, body = crate::http::error::ErrorBody), (status = 422, body = crate::http::error::ErrorBody)))]
 pub async fn create_store(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Json(input): Json<StoreIn>,
 ) -> Result<(StatusCode, Json<StoreOut>), AppError> {
     let name = clean_name(&input.name)?;
@@ -195,7 +203,7 @@ pub async fn create_store(
     params(PageQuery), responses((status = 200, body = Page<StoreOut>)))]
 pub async fn list_stores(
     State(st): State<AppState>,
-    p: Principal,
+    UserSession(p): UserSession,
     Paged(page, _): Paged,
 ) -> Result<Json<Page<StoreOut>>, AppError> {
     let scope = format!("stores:{}", p.user_id);

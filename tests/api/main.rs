@@ -1,5 +1,6 @@
 //! The integration tests: one binary, a module per area (STYLE 12).
 
+mod api_tokens;
 mod cli;
 mod conventions;
 mod helpers;

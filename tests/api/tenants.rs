@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::helpers::{Reply, TestApp, spawn_app};
 
 impl TestApp {
-    async fn call(
+    pub async fn call(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -23,7 +23,7 @@ impl TestApp {
     }
 
     /// Signs up and in; returns the access token and the user id.
-    async fn member(&self, email: &str) -> (String, String) {
+    pub async fn member(&self, email: &str) -> (String, String) {
         let s = self.signed_in(email).await;
         (
             s["token"].as_str().unwrap().to_string(),
@@ -31,7 +31,7 @@ impl TestApp {
         )
     }
 
-    async fn add_to_store(&self, store_id: &str, user_id: &str, role: &'static str) {
+    pub async fn add_to_store(&self, store_id: &str, user_id: &str, role: &'static str) {
         let (store, user) = (store_id.parse().unwrap(), user_id.parse().unwrap());
         let now = merchant_admin::time::format(self.clock_now());
         self.state
@@ -44,13 +44,13 @@ impl TestApp {
     }
 }
 
-fn post() -> reqwest::Method {
+pub fn post() -> reqwest::Method {
     reqwest::Method::POST
 }
-fn get() -> reqwest::Method {
+pub fn get() -> reqwest::Method {
     reqwest::Method::GET
 }
-fn patch() -> reqwest::Method {
+pub fn patch() -> reqwest::Method {
     reqwest::Method::PATCH
 }
 
@@ -244,6 +244,16 @@ async fn creating_stores_needs_stores_create_in_the_organization() {
     );
 }
 
+/// One row of the authorization table: method, path, body, the permission it needs, and
+/// the roles that may call it.
+type Case = (
+    reqwest::Method,
+    String,
+    Option<Value>,
+    Option<&'static str>,
+    &'static [&'static str],
+);
+
 #[tokio::test]
 async fn the_authorization_table_for_store_routes() {
     let app = spawn_app().await;
@@ -270,23 +280,71 @@ async fn the_authorization_table_for_store_routes() {
     }
     let (stranger, _) = app.member("stranger@example.com").await;
 
-    // (method, path, body, the roles that may) — later issues add their routes here.
+    // (method, path, body, the permission it needs, the roles that may). Later issues add
+    // their store routes here.
     let p = format!("/v1/stores/{store_id}");
-    let table: Vec<(reqwest::Method, String, Option<Value>, &[&str])> = vec![
-        (
-            get(),
-            p.clone(),
-            None,
-            &["owner", "admin", "staff", "viewer"],
-        ),
+    let tokens_path = format!("{p}/api-tokens");
+    // Scopes the caller holds; a token cannot grant more than it has itself.
+    let new_token = json!({"name": "t", "scopes": ["api_tokens.write"]});
+    let all_roles: &'static [&'static str] = &["owner", "admin", "staff", "viewer"];
+    let table: Vec<Case> = vec![
+        (get(), p.clone(), None, None, all_roles),
         (
             patch(),
             p.clone(),
             Some(json!({"name": "Loja"})),
+            Some("stores.edit"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            tokens_path.clone(),
+            None,
+            Some("api_tokens.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            tokens_path.clone(),
+            Some(new_token),
+            Some("api_tokens.write"),
             &["owner", "admin"],
         ),
     ];
-    for (method, path, body, allowed) in &table {
+    for (method, path, body, needs, allowed) in &table {
+        // A store token scoped to the permission succeeds; one scoped to another does not.
+        if let Some(perm) = needs {
+            let issue = |scope: &str| {
+                app.call(
+                    post(),
+                    &tokens_path,
+                    &owner,
+                    Some(json!({"name": "t", "scopes": [scope]})),
+                )
+            };
+            let right = issue(perm).await.body["value"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let other = if *perm == "audit.read" {
+                "orders.read"
+            } else {
+                "audit.read"
+            };
+            let wrong = issue(other).await.body["value"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let r = app.call(method.clone(), path, &right, body.clone()).await;
+            assert!(
+                r.status.is_success(),
+                "token with {perm}: {method} {path}: {}",
+                r.text
+            );
+            app.call(method.clone(), path, &wrong, body.clone())
+                .await
+                .expect_error(403, "missing_permission");
+        }
         for (role, token) in &tokens {
             let r = app.call(method.clone(), path, token, body.clone()).await;
             if allowed.contains(role) {

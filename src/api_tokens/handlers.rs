@@ -1,0 +1,186 @@
+//! Store API token handlers.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::model::{TokenIn, TokenOut};
+use super::store;
+use crate::http::auth::StoreScope;
+use crate::http::error::{AppError, ErrorCode};
+use crate::http::extract::{Json, Path};
+use crate::http::idempotency::no_store;
+use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::permissions::Permission;
+use crate::ids::{ApiTokenId, StoreId};
+use crate::state::AppState;
+use crate::time;
+
+/// Checks the requested scopes: known codes (or `*` alone), each held by the issuer here.
+fn check_scopes(scope: &StoreScope, scopes: &[String]) -> Result<Vec<String>, AppError> {
+    let bad = |m: String| AppError::validation([("scopes", m)]);
+    if scopes.is_empty() {
+        return Err(bad("name at least one permission, or \"*\"".into()));
+    }
+    if scopes.iter().any(|s| s == "*") {
+        if scopes.len() > 1 {
+            return Err(bad("\"*\" stands alone".into()));
+        }
+        return Ok(scopes.to_vec());
+    }
+    let mut out = Vec::new();
+    for code in scopes {
+        let p = Permission::parse(code)
+            .ok_or_else(|| bad(format!("{code} is not a permission code")))?;
+        if !scope.permissions.contains(p) {
+            return Err(bad(format!("{code} is not yours to grant in this store")));
+        }
+        if !out.contains(code) {
+            out.push(code.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Creates a store API token; its value is shown in this response only.
+#[utoipa::path(post, path = "/stores/{store_id}/api-tokens", tag = "api_tokens", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path)), request_body = TokenIn,
+    responses((status = 201, body = TokenOut), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 422, body = crate::http::error::ErrorBody)))]
+pub async fn create_token(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Json(input): Json<TokenIn>,
+) -> Result<Response, AppError> {
+    scope.require(Permission::ApiTokensWrite)?;
+    let name = input.name.trim().to_owned();
+    if name.is_empty() || name.chars().count() > 120 {
+        return Err(AppError::validation([(
+            "name",
+            "must be 1 to 120 characters",
+        )]));
+    }
+    let scopes = check_scopes(&scope, &input.scopes)?;
+    let now = st.clock.now();
+    let expires_at = match input.expires_at.as_deref() {
+        None => None,
+        Some(s) => match time::parse(s) {
+            Some(t) if t > now => Some(time::format(t)),
+            _ => {
+                return Err(AppError::validation([(
+                    "expires_at",
+                    "must be a future RFC 3339 time",
+                )]));
+            }
+        },
+    };
+    let (store, issuer) = (scope.store_id, scope.principal.user_id);
+    let token = st
+        .db
+        .write(move |tx| {
+            store::create(
+                tx,
+                store,
+                issuer,
+                &name,
+                &scopes,
+                expires_at.as_deref(),
+                now,
+            )
+        })
+        .await?;
+    Ok(no_store((StatusCode::CREATED, Json(token))))
+}
+
+/// The store's API tokens (never their values).
+#[utoipa::path(get, path = "/stores/{store_id}/api-tokens", tag = "api_tokens", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path), PageQuery),
+    responses((status = 200, body = Page<TokenOut>), (status = 403, body = crate::http::error::ErrorBody)))]
+pub async fn list_tokens(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Paged(page, _): Paged,
+) -> Result<Json<Page<TokenOut>>, AppError> {
+    scope.require(Permission::ApiTokensRead)?;
+    let list_scope = format!("api_tokens:{}", scope.store_id);
+    let after: Option<(String, String)> = page.position(&list_scope)?;
+    let (store, params) = (scope.store_id, page.clone());
+    let (rows, total) = st
+        .db
+        .read(move |c| {
+            let rows = store::list(
+                c,
+                store,
+                after.as_ref(),
+                params.fetch_limit(),
+                params.offset(),
+            )?;
+            let total = params
+                .include_total
+                .then(|| store::count(c, store))
+                .transpose()?;
+            Ok((rows, total))
+        })
+        .await?;
+    Ok(Json(
+        Page::from_rows(
+            rows,
+            &page,
+            &list_scope,
+            |t| (t.created_at.clone(), t.id.to_string()),
+            |t| t,
+        )
+        .with_total(total),
+    ))
+}
+
+/// Gives the token a new value (shown once); the old value stops working at once. Only the
+/// user who issued a token may rotate it.
+#[utoipa::path(post, path = "/stores/{store_id}/api-tokens/{token_id}/rotate", tag = "api_tokens",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("token_id" = ApiTokenId, Path)),
+    responses((status = 200, body = TokenOut), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 404, body = crate::http::error::ErrorBody)))]
+pub async fn rotate_token(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, ApiTokenId)>,
+) -> Result<Response, AppError> {
+    scope.require(Permission::ApiTokensWrite)?;
+    let id = ids.1;
+    let (store, caller) = (scope.store_id, scope.principal.user_id);
+    let token = st
+        .db
+        .write(move |tx| {
+            let t = store::get(tx, store, id)?.ok_or_else(|| AppError::not_found("API token"))?;
+            if t.created_by != caller {
+                return Err(AppError::new(
+                    StatusCode::FORBIDDEN,
+                    ErrorCode::NotTokenOwner,
+                    "only the user who issued this token can rotate it",
+                ));
+            }
+            store::rotate(tx, store, id)?.ok_or_else(|| AppError::not_found("API token"))
+        })
+        .await?;
+    Ok(no_store(Json(token)))
+}
+
+/// Revokes a token; later use is 401 at once.
+#[utoipa::path(delete, path = "/stores/{store_id}/api-tokens/{token_id}", tag = "api_tokens",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("token_id" = ApiTokenId, Path)),
+    responses((status = 204, description = "Revoked"), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 404, body = crate::http::error::ErrorBody)))]
+pub async fn delete_token(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, ApiTokenId)>,
+) -> Result<StatusCode, AppError> {
+    scope.require(Permission::ApiTokensWrite)?;
+    let id = ids.1;
+    let store = scope.store_id;
+    if st.db.write(move |tx| store::delete(tx, store, id)).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(AppError::not_found("API token"))
+    }
+}
