@@ -3,6 +3,7 @@
 //! exactly what production runs.
 
 pub mod api_tokens;
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod clock;
@@ -43,6 +44,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(auth::routes())
         .merge(tenants::routes())
         .merge(api_tokens::routes())
+        .merge(audit::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

@@ -6,6 +6,7 @@ use axum::response::Response;
 
 use super::model::{TokenIn, TokenOut};
 use super::store;
+use crate::audit::{self, Actor};
 use crate::http::auth::StoreScope;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
@@ -74,11 +75,11 @@ pub async fn create_token(
             }
         },
     };
-    let (store, issuer) = (scope.store_id, scope.principal.user_id);
+    let (store, issuer, actor) = (scope.store_id, scope.principal.user_id, Actor::of(&scope));
     let token = st
         .db
         .write(move |tx| {
-            store::create(
+            let t = store::create(
                 tx,
                 store,
                 issuer,
@@ -86,7 +87,16 @@ pub async fn create_token(
                 &scopes,
                 expires_at.as_deref(),
                 now,
-            )
+            )?;
+            audit::record(
+                tx,
+                &actor,
+                "api_token.created",
+                "api_token",
+                &t.id.to_string(),
+                now,
+            )?;
+            Ok(t)
         })
         .await?;
     Ok(no_store((StatusCode::CREATED, Json(token))))
@@ -147,7 +157,12 @@ pub async fn rotate_token(
 ) -> Result<Response, AppError> {
     scope.require(Permission::ApiTokensWrite)?;
     let id = ids.1;
-    let (store, caller) = (scope.store_id, scope.principal.user_id);
+    let (store, caller, actor, now) = (
+        scope.store_id,
+        scope.principal.user_id,
+        Actor::of(&scope),
+        st.clock.now(),
+    );
     let token = st
         .db
         .write(move |tx| {
@@ -159,7 +174,17 @@ pub async fn rotate_token(
                     "only the user who issued this token can rotate it",
                 ));
             }
-            store::rotate(tx, store, id)?.ok_or_else(|| AppError::not_found("API token"))
+            let t =
+                store::rotate(tx, store, id)?.ok_or_else(|| AppError::not_found("API token"))?;
+            audit::record(
+                tx,
+                &actor,
+                "api_token.rotated",
+                "api_token",
+                &id.to_string(),
+                now,
+            )?;
+            Ok(t)
         })
         .await?;
     Ok(no_store(Json(token)))
@@ -177,8 +202,25 @@ pub async fn delete_token(
 ) -> Result<StatusCode, AppError> {
     scope.require(Permission::ApiTokensWrite)?;
     let id = ids.1;
-    let store = scope.store_id;
-    if st.db.write(move |tx| store::delete(tx, store, id)).await? {
+    let (store, actor, now) = (scope.store_id, Actor::of(&scope), st.clock.now());
+    let deleted = st
+        .db
+        .write(move |tx| {
+            let gone = store::delete(tx, store, id)?;
+            if gone {
+                audit::record(
+                    tx,
+                    &actor,
+                    "api_token.revoked",
+                    "api_token",
+                    &id.to_string(),
+                    now,
+                )?;
+            }
+            Ok(gone)
+        })
+        .await?;
+    if deleted {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(AppError::not_found("API token"))

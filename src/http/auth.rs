@@ -332,6 +332,8 @@ pub struct StoreScope {
     pub principal: Principal,
     pub role: super::permissions::Role,
     pub permissions: super::permissions::PermissionSet,
+    /// The request's trace id, for the audit trail.
+    pub trace_id: String,
 }
 
 impl StoreScope {
@@ -420,12 +422,17 @@ impl FromRequestParts<AppState> for StoreScope {
             .ok_or_else(not_found)?;
         // A token never does more than its user (spec 5 rule 1).
         let permissions = role.permissions().intersect(scopes);
+        let trace_id = parts
+            .extensions
+            .get::<super::trace::TraceId>()
+            .map_or_else(String::new, |t| t.0.clone());
         Ok(StoreScope {
             store_id,
             tenant_id,
             principal,
             role,
             permissions,
+            trace_id,
         })
     }
 }

@@ -7,6 +7,7 @@ use super::model::{
     PermissionOut, StoreIn, StoreOut, StorePatch, TenantIn, TenantOut, TenantPatch,
 };
 use super::store;
+use crate::audit::{self, Actor};
 use crate::auth::model::Locale;
 use crate::http::auth::{Principal, StoreScope, UserSession, missing_permission};
 use crate::http::error::{AppError, ErrorCode};
@@ -263,12 +264,13 @@ pub async fn update_store(
 ) -> Result<Json<StoreOut>, AppError> {
     scope.require(Permission::StoresEdit)?;
     let name = patch.name.as_deref().map(clean_name).transpose()?;
-    let (id, now) = (scope.store_id, st.clock.now());
+    let (id, now, actor) = (scope.store_id, st.clock.now(), Actor::of(&scope));
     let s = st
         .db
         .write(move |tx| {
             if let Some(n) = &name {
                 store::rename_store(tx, id, n, now)?;
+                audit::record(tx, &actor, "store.updated", "store", &id.to_string(), now)?;
             }
             store::get_store(tx, id)
         })

@@ -9,6 +9,7 @@
 //!   within their organization): 409 `slug_taken`.
 
 pub mod handlers;
+pub mod members;
 pub mod model;
 pub mod store;
 
@@ -24,4 +25,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(handlers::create_store, handlers::list_stores))
         .routes(routes!(handlers::get_store, handlers::update_store))
         .routes(routes!(handlers::permission_catalog))
+        .routes(routes!(members::list_members))
+        .routes(routes!(members::update_member, members::remove_member))
 }

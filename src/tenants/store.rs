@@ -227,3 +227,86 @@ pub fn count_tenants(c: &Connection, user: UserId) -> Result<i64, AppError> {
         |r| r.get(0),
     )?)
 }
+
+/// A member of a store.
+pub struct MemberRow {
+    pub user_id: UserId,
+    pub email: String,
+    pub role: String,
+    pub created_at: String,
+}
+
+pub fn list_members(
+    c: &Connection,
+    store: StoreId,
+    after: Option<&(String, String)>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<MemberRow>, AppError> {
+    let (at, id) = after.map_or(("9999".into(), String::new()), |(a, i)| {
+        (a.clone(), i.clone())
+    });
+    let mut stmt = c.prepare_cached(
+        "SELECT m.user_id, u.email, m.role, m.created_at FROM store_members m
+         JOIN users u ON u.id = m.user_id
+         WHERE m.store_id = ?1 AND (m.created_at, m.user_id) < (?2, ?3)
+         ORDER BY m.created_at DESC, m.user_id DESC LIMIT ?4 OFFSET ?5",
+    )?;
+    let rows = stmt
+        .query_map(params![store, at, id, limit, offset], |r| {
+            Ok(MemberRow {
+                user_id: r.get(0)?,
+                email: r.get(1)?,
+                role: r.get(2)?,
+                created_at: r.get(3)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub fn member_role(
+    c: &Connection,
+    store: StoreId,
+    user: UserId,
+) -> Result<Option<String>, AppError> {
+    Ok(c.query_row(
+        "SELECT role FROM store_members WHERE store_id = ?1 AND user_id = ?2",
+        params![store, user],
+        |r| r.get(0),
+    )
+    .optional()?)
+}
+
+/// Owners of a store: its owner members and the owners of its organization.
+pub fn count_owners(c: &Connection, store: StoreId) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(DISTINCT user_id) FROM (
+             SELECT user_id FROM store_members WHERE store_id = ?1 AND role = 'owner'
+             UNION SELECT tm.user_id FROM tenant_members tm JOIN stores s ON s.tenant_id = tm.tenant_id
+                   WHERE s.id = ?1 AND tm.role = 'owner')",
+        [store],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn set_member_role(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    user: UserId,
+    role: &str,
+) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE store_members SET role = ?3 WHERE store_id = ?1 AND user_id = ?2",
+        params![store, user, role],
+    )?;
+    Ok(())
+}
+
+pub fn remove_member(tx: &Transaction<'_>, store: StoreId, user: UserId) -> Result<(), AppError> {
+    tx.execute(
+        "DELETE FROM store_members WHERE store_id = ?1 AND user_id = ?2",
+        params![store, user],
+    )?;
+    Ok(())
+}

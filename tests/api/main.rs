@@ -8,6 +8,7 @@ mod idempotency;
 mod identity;
 mod jobs;
 mod logging;
+mod members;
 mod msgapp;
 mod openapi;
 mod paging;

@@ -310,6 +310,20 @@ async fn the_authorization_table_for_store_routes() {
             Some("api_tokens.write"),
             &["owner", "admin"],
         ),
+        (
+            get(),
+            format!("{p}/members"),
+            None,
+            Some("members.read"),
+            all_roles,
+        ),
+        (
+            get(),
+            format!("{p}/audit-log"),
+            None,
+            Some("audit.read"),
+            all_roles,
+        ),
     ];
     for (method, path, body, needs, allowed) in &table {
         // A store token scoped to the permission succeeds; one scoped to another does not.

@@ -1,0 +1,173 @@
+//! The audit trail (issue 4): every write made in a store, by any credential, is recorded
+//! in the same transaction as the write itself, with the acting user, the token's name when
+//! a store API token was used, and the request's trace id. `GET /stores/{id}/audit-log`
+//! (audit.read) reads it, newest first.
+
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, Row, Transaction, params};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::http::auth::{Credential, StoreScope};
+use crate::http::error::AppError;
+use crate::http::extract::Json;
+use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::permissions::Permission;
+use crate::ids::{StoreId, UserId};
+use crate::state::AppState;
+use crate::time;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_audit_log))
+}
+
+/// Who did it, where, in which request.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub store_id: StoreId,
+    pub user_id: UserId,
+    pub token_name: Option<String>,
+    pub trace_id: String,
+}
+
+impl Actor {
+    pub fn of(scope: &StoreScope) -> Self {
+        Self {
+            store_id: scope.store_id,
+            user_id: scope.principal.user_id,
+            token_name: match &scope.principal.credential {
+                Credential::StoreToken { name, .. } => Some(name.clone()),
+                Credential::Session { .. } => None,
+            },
+            trace_id: scope.trace_id.clone(),
+        }
+    }
+}
+
+/// Records one write, in the caller's transaction.
+pub fn record(
+    tx: &Transaction<'_>,
+    actor: &Actor,
+    action: &str,
+    resource_type: &str,
+    resource_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "INSERT INTO audit_log (id, store_id, actor_user_id, token_name, action, resource_type,
+                                resource_id, trace_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            uuid::Uuid::now_v7().to_string(),
+            actor.store_id,
+            actor.user_id,
+            actor.token_name,
+            action,
+            resource_type,
+            resource_id,
+            actor.trace_id,
+            time::format(now)
+        ],
+    )?;
+    Ok(())
+}
+
+/// One audit entry.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditEntryOut {
+    pub id: String,
+    pub actor_user_id: UserId,
+    /// The store API token's name, when one was used.
+    pub token_name: Option<String>,
+    pub action: String,
+    pub resource_type: String,
+    pub resource_id: String,
+    pub trace_id: String,
+    pub created_at: String,
+}
+
+fn row(r: &Row<'_>) -> rusqlite::Result<AuditEntryOut> {
+    Ok(AuditEntryOut {
+        id: r.get(0)?,
+        actor_user_id: r.get(1)?,
+        token_name: r.get(2)?,
+        action: r.get(3)?,
+        resource_type: r.get(4)?,
+        resource_id: r.get(5)?,
+        trace_id: r.get(6)?,
+        created_at: r.get(7)?,
+    })
+}
+
+fn list(
+    c: &Connection,
+    store: StoreId,
+    after: Option<&(String, String)>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<AuditEntryOut>, AppError> {
+    let (at, id) = after.map_or(("9999".into(), String::new()), |(a, i)| {
+        (a.clone(), i.clone())
+    });
+    let mut stmt = c.prepare_cached(
+        "SELECT id, actor_user_id, token_name, action, resource_type, resource_id, trace_id,
+                created_at
+         FROM audit_log WHERE store_id = ?1 AND (created_at, id) < (?2, ?3)
+         ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5",
+    )?;
+    let rows = stmt
+        .query_map(params![store, at, id, limit, offset], row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// The store's audit trail, newest first.
+#[utoipa::path(get, path = "/stores/{store_id}/audit-log", tag = "audit", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path), PageQuery),
+    responses((status = 200, body = Page<AuditEntryOut>), (status = 403, body = crate::http::error::ErrorBody)))]
+pub async fn list_audit_log(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Paged(page, _): Paged,
+) -> Result<Json<Page<AuditEntryOut>>, AppError> {
+    scope.require(Permission::AuditRead)?;
+    let list_scope = format!("audit:{}", scope.store_id);
+    let after: Option<(String, String)> = page.position(&list_scope)?;
+    let (store, params) = (scope.store_id, page.clone());
+    let (rows, total) = st
+        .db
+        .read(move |c| {
+            let rows = list(
+                c,
+                store,
+                after.as_ref(),
+                params.fetch_limit(),
+                params.offset(),
+            )?;
+            let total = params
+                .include_total
+                .then(|| -> Result<i64, AppError> {
+                    Ok(c.query_row(
+                        "SELECT COUNT(*) FROM audit_log WHERE store_id = ?1",
+                        [store],
+                        |r| r.get(0),
+                    )?)
+                })
+                .transpose()?;
+            Ok((rows, total))
+        })
+        .await?;
+    Ok(Json(
+        Page::from_rows(
+            rows,
+            &page,
+            &list_scope,
+            |e| (e.created_at.clone(), e.id.clone()),
+            |e| e,
+        )
+        .with_total(total),
+    ))
+}

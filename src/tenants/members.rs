@@ -1,0 +1,184 @@
+//! Store members (issue 4): list, change a role, remove. The last owner of a store cannot
+//! be demoted or removed (409 `conflict`), and only owners grant or take the owner role.
+//! Removing a member kills every API token they issued there at once (the token lookup
+//! requires its issuer to still be in the store).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::store;
+use crate::audit::{self, Actor};
+use crate::http::auth::{StoreScope, missing_permission};
+use crate::http::error::{AppError, ErrorCode};
+use crate::http::extract::{Json, Path};
+use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::permissions::{Permission, Role};
+use crate::ids::{StoreId, UserId};
+use crate::state::AppState;
+
+/// A member of the store.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemberOut {
+    pub user_id: UserId,
+    pub email: String,
+    pub role: Role,
+    pub created_at: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemberPatch {
+    /// `owner`, `admin`, `staff` or `viewer`.
+    pub role: RoleIn,
+}
+
+/// A role as a request names it.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleIn {
+    Owner,
+    Admin,
+    Staff,
+    Viewer,
+}
+
+impl From<RoleIn> for Role {
+    fn from(r: RoleIn) -> Self {
+        match r {
+            RoleIn::Owner => Role::Owner,
+            RoleIn::Admin => Role::Admin,
+            RoleIn::Staff => Role::Staff,
+            RoleIn::Viewer => Role::Viewer,
+        }
+    }
+}
+
+fn last_owner() -> AppError {
+    AppError::conflict(ErrorCode::Conflict, "a store keeps at least one owner")
+}
+
+/// The store's members, newest first.
+#[utoipa::path(get, path = "/stores/{store_id}/members", tag = "members", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path), PageQuery),
+    responses((status = 200, body = Page<MemberOut>), (status = 403, body = crate::http::error::ErrorBody)))]
+pub async fn list_members(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Paged(page, _): Paged,
+) -> Result<Json<Page<MemberOut>>, AppError> {
+    scope.require(Permission::MembersRead)?;
+    let list_scope = format!("members:{}", scope.store_id);
+    let after: Option<(String, String)> = page.position(&list_scope)?;
+    let (store_id, params) = (scope.store_id, page.clone());
+    let rows = st
+        .db
+        .read(move |c| {
+            store::list_members(
+                c,
+                store_id,
+                after.as_ref(),
+                params.fetch_limit(),
+                params.offset(),
+            )
+        })
+        .await?;
+    Ok(Json(Page::from_rows(
+        rows,
+        &page,
+        &list_scope,
+        |m| (m.created_at.clone(), m.user_id.to_string()),
+        |m| MemberOut {
+            user_id: m.user_id,
+            email: m.email,
+            role: Role::parse(&m.role).unwrap_or(Role::Viewer),
+            created_at: m.created_at,
+        },
+    )))
+}
+
+/// Changes a member's role.
+#[utoipa::path(patch, path = "/stores/{store_id}/members/{user_id}", tag = "members",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("user_id" = UserId, Path)),
+    request_body = MemberPatch,
+    responses((status = 204, description = "Changed"), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 404, body = crate::http::error::ErrorBody), (status = 409, body = crate::http::error::ErrorBody)))]
+pub async fn update_member(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, UserId)>,
+    Json(patch): Json<MemberPatch>,
+) -> Result<StatusCode, AppError> {
+    scope.require(Permission::MembersWrite)?;
+    let (store_id, user, role, now) = (
+        scope.store_id,
+        ids.1,
+        Role::from(patch.role),
+        st.clock.now(),
+    );
+    let (caller_is_owner, actor) = (scope.role == Role::Owner, Actor::of(&scope));
+    st.db
+        .write(move |tx| {
+            let current = store::member_role(tx, store_id, user)?
+                .ok_or_else(|| AppError::not_found("member"))?;
+            let touches_owner = current == "owner" || role == Role::Owner;
+            if touches_owner && !caller_is_owner {
+                return Err(missing_permission(Permission::MembersWrite));
+            }
+            if current == "owner" && role != Role::Owner && store::count_owners(tx, store_id)? <= 1
+            {
+                return Err(last_owner());
+            }
+            store::set_member_role(tx, store_id, user, role.as_str())?;
+            audit::record(
+                tx,
+                &actor,
+                "member.role_changed",
+                "member",
+                &user.to_string(),
+                now,
+            )
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a member; every API token they issued in this store stops working.
+#[utoipa::path(delete, path = "/stores/{store_id}/members/{user_id}", tag = "members",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("user_id" = UserId, Path)),
+    responses((status = 204, description = "Removed"), (status = 403, body = crate::http::error::ErrorBody),
+              (status = 404, body = crate::http::error::ErrorBody), (status = 409, body = crate::http::error::ErrorBody)))]
+pub async fn remove_member(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, UserId)>,
+) -> Result<StatusCode, AppError> {
+    scope.require(Permission::MembersWrite)?;
+    let (store_id, user, now) = (scope.store_id, ids.1, st.clock.now());
+    let (caller_is_owner, actor) = (scope.role == Role::Owner, Actor::of(&scope));
+    st.db
+        .write(move |tx| {
+            let current = store::member_role(tx, store_id, user)?
+                .ok_or_else(|| AppError::not_found("member"))?;
+            if current == "owner" {
+                if !caller_is_owner {
+                    return Err(missing_permission(Permission::MembersWrite));
+                }
+                if store::count_owners(tx, store_id)? <= 1 {
+                    return Err(last_owner());
+                }
+            }
+            store::remove_member(tx, store_id, user)?;
+            audit::record(
+                tx,
+                &actor,
+                "member.removed",
+                "member",
+                &user.to_string(),
+                now,
+            )
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
