@@ -21,14 +21,14 @@ use crate::ids::SessionId;
 use crate::setup::store::looks_like_email;
 use crate::state::AppState;
 
-pub(super) fn lifetimes(st: &AppState) -> Lifetimes {
+pub fn lifetimes(st: &AppState) -> Lifetimes {
     Lifetimes {
         access: st.cfg.access_token_ttl,
         refresh: st.cfg.refresh_token_ttl,
     }
 }
 
-pub(super) fn session_out(st: &AppState, pair: IssuedPair, user: &UserRow) -> SessionOut {
+pub fn session_out(st: &AppState, pair: IssuedPair, user: &UserRow) -> SessionOut {
     let life = lifetimes(st);
     SessionOut {
         token: pair.access,
@@ -42,7 +42,7 @@ pub(super) fn session_out(st: &AppState, pair: IssuedPair, user: &UserRow) -> Se
 }
 
 /// Trimmed and lowercased, so e-mails compare case-insensitively.
-fn normalize_email(email: &str) -> String {
+pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
@@ -181,7 +181,7 @@ pub fn incorrect_password() -> AppError {
 /// `sign_in_failures` failures in the window). The attempt is recorded as a failure, in the
 /// same transaction as the limit check, before the slow hash runs, and cleared when the
 /// password is right: concurrent guesses cannot all slip past the count.
-pub(super) async fn guarded_password_check(
+pub async fn guarded_password_check(
     st: &AppState,
     email: &str,
     address: &str,

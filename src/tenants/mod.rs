@@ -9,6 +9,7 @@
 //!   within their organization): 409 `slug_taken`.
 
 pub mod handlers;
+pub mod invites;
 pub mod members;
 pub mod model;
 pub mod store;
@@ -27,4 +28,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(handlers::permission_catalog))
         .routes(routes!(members::list_members))
         .routes(routes!(members::update_member, members::remove_member))
+        .routes(routes!(invites::create_invite))
+        .routes(routes!(invites::accept_invite))
 }

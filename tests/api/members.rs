@@ -255,3 +255,142 @@ async fn every_store_write_is_in_the_audit_trail() {
     );
     assert_eq!(entries[2]["resource_type"], "store");
 }
+
+async fn invite(
+    app: &TestApp,
+    token: &str,
+    store: &str,
+    email: &str,
+    role: &str,
+) -> crate::helpers::Reply {
+    app.call(
+        post(),
+        &format!("/v1/stores/{store}/invites"),
+        token,
+        Some(json!({"email": email, "role": role})),
+    )
+    .await
+}
+
+async fn accept(app: &TestApp, invite_token: &str, password: &str) -> crate::helpers::Reply {
+    app.post_json(
+        &format!("/v1/invites/{invite_token}/accept"),
+        &json!({"password": password}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_invite_for_a_new_email_creates_the_account_and_signs_in() {
+    let app = spawn_app().await;
+    let t = team(&app).await;
+    let r = invite(
+        &app,
+        &t.owner,
+        &t.store,
+        "  New.Person@Example.com",
+        "staff",
+    )
+    .await;
+    r.expect(201);
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    assert_eq!(r.body["email"], "new.person@example.com");
+    assert_eq!(r.body["role"], "staff");
+    assert!(r.body["id"].is_string() && r.body["expires_at"].is_string());
+    let token = r.body["token"].as_str().unwrap().to_string();
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM outbound_messages WHERE channel = 'email'")
+            .await,
+        1
+    );
+
+    accept(&app, &token, "short")
+        .await
+        .expect_error(422, "validation_failed");
+    let s = accept(&app, &token, "a good new password").await;
+    s.expect(200);
+    assert_eq!(s.body["status"], "authenticated");
+    let session = s.body["token"].as_str().unwrap();
+    let store_path = format!("/v1/stores/{}", t.store);
+    app.call(get(), &store_path, session, None)
+        .await
+        .expect(200);
+    app.call(patch(), &store_path, session, Some(json!({"name": "x"})))
+        .await
+        .expect_error(403, "missing_permission");
+    accept(&app, &token, "a good new password")
+        .await
+        .expect_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn an_invite_for_an_existing_account_needs_its_password() {
+    let app = spawn_app().await;
+    let t = team(&app).await;
+    app.register("bia@example.com").await.expect(201);
+    let token = invite(&app, &t.owner, &t.store, "bia@example.com", "viewer")
+        .await
+        .body["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    accept(&app, &token, "not bia's password")
+        .await
+        .expect_error(401, "invalid_credentials");
+    let s = accept(&app, &token, "correct horse battery").await;
+    s.expect(200);
+    assert_eq!(s.body["user"]["email"], "bia@example.com");
+    let members = app
+        .call(
+            get(),
+            &format!("/v1/stores/{}/members", t.store),
+            &t.owner,
+            None,
+        )
+        .await;
+    assert!(members.text.contains("bia@example.com"));
+
+    // An account with a second factor joins but gets no session.
+    app.with_totp("cai@example.com").await;
+    let token = invite(&app, &t.owner, &t.store, "cai@example.com", "staff")
+        .await
+        .body["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = accept(&app, &token, "correct horse battery").await;
+    r.expect(200);
+    assert_eq!(r.body, json!({"status": "accepted"}));
+}
+
+#[tokio::test]
+async fn invites_expire_and_need_the_right_to_invite() {
+    let app = spawn_app().await;
+    let t = team(&app).await;
+    invite(&app, &t.admin, &t.store, "x@example.com", "owner")
+        .await
+        .expect_error(403, "missing_permission");
+    invite(&app, &t.staff, &t.store, "x@example.com", "viewer")
+        .await
+        .expect_error(403, "missing_permission");
+    invite(&app, &t.owner, &t.store, "not-an-email", "viewer")
+        .await
+        .expect_error(422, "validation_failed");
+    invite(&app, &t.owner, &t.store, "x@example.com", "emperor")
+        .await
+        .expect_error(422, "validation_failed");
+    let token = invite(&app, &t.admin, &t.store, "x@example.com", "viewer")
+        .await
+        .body["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.clock
+        .advance(chrono::Duration::days(7) + chrono::Duration::seconds(1));
+    accept(&app, &token, "a good new password")
+        .await
+        .expect_error(404, "not_found");
+    accept(&app, "svc_inv_made-up", "a good new password")
+        .await
+        .expect_error(404, "not_found");
+}

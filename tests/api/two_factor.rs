@@ -77,7 +77,7 @@ impl TestApp {
     }
 
     /// Signs up, signs in and turns TOTP on; returns (session token, TOTP secret).
-    async fn with_totp(&self, email: &str) -> (String, String) {
+    pub async fn with_totp(&self, email: &str) -> (String, String) {
         let s = self.signed_in(email).await;
         let token = s["token"].as_str().unwrap().to_string();
         let setup = self
