@@ -224,6 +224,47 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
+/// Creates an organization, a store and a store API token with every scope; returns the
+/// store id and the token.
+async fn store_token(client: &reqwest::Client, base: &str, session: &str) -> (String, String) {
+    let post = |path: &str, body: Value| {
+        client
+            .post(format!("{base}{path}"))
+            .bearer_auth(session)
+            .json(&body)
+            .send()
+    };
+    let org: Value = post("/v1/tenants", json!({"name": "Bench Org"}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let store: Value = post(
+        "/v1/stores",
+        json!({"tenant_id": org["id"], "name": "Bench Store"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let store_id = store["id"].as_str().expect("a store").to_string();
+    let token: Value = post(
+        &format!("/v1/stores/{store_id}/api-tokens"),
+        json!({"name": "bench", "scopes": ["*"]}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    (
+        store_id,
+        token["value"].as_str().expect("a token value").to_string(),
+    )
+}
+
 /// Registers and signs in the benchmark user; returns an access token.
 async fn sign_in(client: &reqwest::Client, base: &str) -> String {
     let r = client
@@ -245,7 +286,7 @@ async fn sign_in(client: &reqwest::Client, base: &str) -> String {
     s["token"].as_str().expect("a token").to_string()
 }
 
-fn scenarios(token: &str) -> Vec<Scenario> {
+fn scenarios(token: &str, store_id: &str, store_token: &str) -> Vec<Scenario> {
     let me = Call {
         bearer: Some(token.to_owned()),
         ..Call::get("/v1/me")
@@ -289,6 +330,24 @@ fn scenarios(token: &str) -> Vec<Scenario> {
             connections: None,
             background: Some((login, 100)),
         },
+        Scenario {
+            name: "GET store (token, checked)",
+            call: Call {
+                bearer: Some(store_token.to_owned()),
+                ..Call::get(&format!("/v1/stores/{store_id}"))
+            },
+            connections: None,
+            background: None,
+        },
+        Scenario {
+            name: "GET store (token, unchecked)",
+            call: Call {
+                bearer: Some(store_token.to_owned()),
+                ..Call::get(&format!("/v1/_bench/stores/{store_id}"))
+            },
+            connections: None,
+            background: None,
+        },
     ]
 }
 
@@ -308,11 +367,12 @@ fn main() {
         .unwrap();
     let base = Arc::new(base);
     let token = rt.block_on(sign_in(&client, &base));
+    let (store_id, st_token) = rt.block_on(store_token(&client, &base, &token));
     println!(
         "{:<32} {:>5} {:>9} {:>10} {:>8} {:>8} {:>6}",
         "scenario", "conns", "requests", "req/s", "p50 ms", "p99 ms", "errors"
     );
-    for s in scenarios(&token) {
+    for s in scenarios(&token, &store_id, &st_token) {
         if args.only.as_deref().is_some_and(|o| !s.name.contains(o)) {
             continue;
         }

@@ -35,6 +35,10 @@ pub enum Credential {
         store_id: crate::ids::StoreId,
         name: String,
         scopes: super::permissions::PermissionSet,
+        /// The issuer's role in the store and the store's organization, read with the
+        /// token itself so a store route needs no second lookup.
+        role: super::permissions::Role,
+        tenant_id: crate::ids::TenantId,
     },
 }
 
@@ -152,18 +156,23 @@ fn resolve_store_token(
     now: DateTime<Utc>,
 ) -> Result<Option<Resolved>, AppError> {
     Ok(c.query_row(
-        "SELECT t.created_by, t.id, t.store_id, t.name, t.scopes, t.last_used_at,
-                u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
-                u.created_at
-         FROM api_tokens t
-         JOIN users u ON u.id = t.created_by
-         JOIN stores s ON s.id = t.store_id
-         WHERE t.token_hash = ?1 AND (t.expires_at IS NULL OR t.expires_at > ?2)
-           AND u.disabled_at IS NULL
-           AND (EXISTS (SELECT 1 FROM store_members m WHERE m.store_id = t.store_id
-                          AND m.user_id = t.created_by)
-                OR EXISTS (SELECT 1 FROM tenant_members tm WHERE tm.tenant_id = s.tenant_id
-                             AND tm.user_id = t.created_by AND tm.role = 'owner'))",
+        "SELECT * FROM (
+             SELECT t.created_by, t.id, t.store_id, t.name, t.scopes, t.last_used_at,
+                    u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
+                    u.created_at, s.tenant_id,
+                    CASE WHEN EXISTS (SELECT 1 FROM tenant_members tm
+                                      WHERE tm.tenant_id = s.tenant_id
+                                        AND tm.user_id = t.created_by AND tm.role = 'owner')
+                         THEN 'owner'
+                         ELSE (SELECT m.role FROM store_members m
+                               WHERE m.store_id = t.store_id AND m.user_id = t.created_by)
+                    END AS role
+             FROM api_tokens t
+             JOIN users u ON u.id = t.created_by
+             JOIN stores s ON s.id = t.store_id
+             WHERE t.token_hash = ?1 AND (t.expires_at IS NULL OR t.expires_at > ?2)
+               AND u.disabled_at IS NULL)
+         WHERE role IS NOT NULL",
         params![hash, time::format(now)],
         |r| {
             Ok(Resolved {
@@ -174,6 +183,9 @@ fn resolve_store_token(
                         store_id: r.get(2)?,
                         name: r.get(3)?,
                         scopes: scopes_from_json(&r.get::<_, String>(4)?),
+                        role: super::permissions::Role::parse(&r.get::<_, String>(12)?)
+                            .unwrap_or(super::permissions::Role::Viewer),
+                        tenant_id: r.get(11)?,
                     },
                     profile: std::sync::Arc::new(Profile {
                         email: r.get(6)?,
@@ -397,10 +409,13 @@ impl FromRequestParts<AppState> for StoreScope {
             .find(|(k, _)| *k == "store_id")
             .and_then(|(_, v)| v.parse().ok())
             .ok_or_else(not_found)?;
-        let scopes = match &principal.credential {
+        let (tenant_id, role, scopes) = match &principal.credential {
+            // A store token carries its issuer's role, read with the token: no lookup.
             Credential::StoreToken {
                 store_id: own,
                 scopes,
+                role,
+                tenant_id,
                 ..
             } => {
                 if *own != store_id {
@@ -410,16 +425,18 @@ impl FromRequestParts<AppState> for StoreScope {
                         "this store API token belongs to another store",
                     ));
                 }
-                *scopes
+                (*tenant_id, *role, *scopes)
             }
-            Credential::Session { .. } => super::permissions::PermissionSet::all(),
+            Credential::Session { .. } => {
+                let user = principal.user_id;
+                let (tenant_id, role) = st
+                    .db
+                    .read(move |c| store_role(c, store_id, user))
+                    .await?
+                    .ok_or_else(not_found)?;
+                (tenant_id, role, super::permissions::PermissionSet::all())
+            }
         };
-        let user = principal.user_id;
-        let (tenant_id, role) = st
-            .db
-            .read(move |c| store_role(c, store_id, user))
-            .await?
-            .ok_or_else(not_found)?;
         // A token never does more than its user (spec 5 rule 1).
         let permissions = role.permissions().intersect(scopes);
         let trace_id = parts
