@@ -1,9 +1,10 @@
--- The audit trail (issue 4): every store-scoped write, with who made it (the user, and the
--- token's name when a store API token was used), what, on which resource, and the trace id
--- of the request.
+-- The audit trail (issue 4): every write made in a store or an organization, with who made
+-- it (the user, and the token's name when a store API token was used), what, on which
+-- resource, and the trace id of the request. Organization-level writes have no store.
 CREATE TABLE audit_log (
     id            TEXT PRIMARY KEY,
-    store_id      TEXT NOT NULL REFERENCES stores (id) ON DELETE CASCADE,
+    store_id      TEXT REFERENCES stores (id) ON DELETE CASCADE,
+    tenant_id     TEXT NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     actor_user_id TEXT NOT NULL,
     token_name    TEXT,
     action        TEXT NOT NULL,          -- e.g. store.updated, api_token.created
@@ -13,3 +14,4 @@ CREATE TABLE audit_log (
     created_at    TEXT NOT NULL
 );
 CREATE INDEX audit_log_by_store ON audit_log (store_id, created_at, id);
+CREATE INDEX audit_log_by_tenant ON audit_log (tenant_id, created_at, id);

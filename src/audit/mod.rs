@@ -24,10 +24,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_audit_log))
 }
 
-/// Who did it, where, in which request.
+/// Who did it, where, in which request. `store_id` is None for organization-level writes.
 #[derive(Debug, Clone)]
 pub struct Actor {
-    pub store_id: StoreId,
+    pub store_id: Option<StoreId>,
+    pub tenant_id: crate::ids::TenantId,
     pub user_id: UserId,
     pub token_name: Option<String>,
     pub trace_id: String,
@@ -36,13 +37,25 @@ pub struct Actor {
 impl Actor {
     pub fn of(scope: &StoreScope) -> Self {
         Self {
-            store_id: scope.store_id,
+            store_id: Some(scope.store_id),
+            tenant_id: scope.tenant_id,
             user_id: scope.principal.user_id,
             token_name: match &scope.principal.credential {
                 Credential::StoreToken { name, .. } => Some(name.clone()),
                 Credential::Session { .. } => None,
             },
             trace_id: scope.trace_id.clone(),
+        }
+    }
+
+    /// An organization-level write by a signed-in user (store tokens cannot make these).
+    pub fn in_tenant(tenant_id: crate::ids::TenantId, user_id: UserId, trace_id: &str) -> Self {
+        Self {
+            store_id: None,
+            tenant_id,
+            user_id,
+            token_name: None,
+            trace_id: trace_id.to_owned(),
         }
     }
 }
@@ -57,9 +70,9 @@ pub fn record(
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
     tx.execute(
-        "INSERT INTO audit_log (id, store_id, actor_user_id, token_name, action, resource_type,
-                                resource_id, trace_id, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO audit_log (id, store_id, tenant_id, actor_user_id, token_name, action,
+                                resource_type, resource_id, trace_id, created_at)
+         VALUES (?1, ?2, ?10, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             uuid::Uuid::now_v7().to_string(),
             actor.store_id,
@@ -69,7 +82,8 @@ pub fn record(
             resource_type,
             resource_id,
             actor.trace_id,
-            time::format(now)
+            time::format(now),
+            actor.tenant_id
         ],
     )?;
     Ok(())

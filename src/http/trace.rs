@@ -41,6 +41,21 @@ pub async fn limit_headers(req: Request, next: Next) -> Response {
 #[derive(Debug, Clone)]
 pub struct TraceId(pub String);
 
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TraceId {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(parts
+            .extensions
+            .get::<TraceId>()
+            .cloned()
+            .unwrap_or(TraceId(String::new())))
+    }
+}
+
 /// The client's address: the socket peer, or the last `X-Forwarded-For` hop with
 /// `--trust-proxy` (the entry our own proxy appended; earlier ones are client-controlled).
 #[derive(Debug, Clone, Copy)]

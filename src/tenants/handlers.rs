@@ -14,6 +14,7 @@ use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
+use crate::http::trace::TraceId;
 use crate::ids::TenantId;
 use crate::state::AppState;
 
@@ -56,6 +57,7 @@ fn valid_timezone(tz: &str) -> bool {
 pub async fn create_tenant(
     State(st): State<AppState>,
     p: Principal,
+    trace: TraceId,
     Json(input): Json<TenantIn>,
 ) -> Result<(StatusCode, Json<TenantOut>), AppError> {
     if p.is_store_token() {
@@ -78,7 +80,19 @@ pub async fn create_tenant(
     let (user, now) = (p.user_id, st.clock.now());
     let tenant = st
         .db
-        .write(move |tx| store::create_tenant(tx, user, &name, locale, plan.as_deref(), now))
+        .write(move |tx| {
+            let t = store::create_tenant(tx, user, &name, locale, plan.as_deref(), now)?;
+            let actor = Actor::in_tenant(t.id, user, &trace.0);
+            audit::record(
+                tx,
+                &actor,
+                "tenant.created",
+                "tenant",
+                &t.id.to_string(),
+                now,
+            )?;
+            Ok(t)
+        })
         .await?;
     Ok((StatusCode::CREATED, Json(tenant)))
 }
@@ -146,6 +160,7 @@ pub async fn get_tenant(
 pub async fn update_tenant(
     State(st): State<AppState>,
     UserSession(p): UserSession,
+    trace: TraceId,
     Path(id): Path<TenantId>,
     Json(patch): Json<TenantPatch>,
 ) -> Result<Json<TenantOut>, AppError> {
@@ -168,6 +183,8 @@ pub async fn update_tenant(
                 return Err(missing_permission(Permission::TenantsEdit));
             }
             store::update_tenant(tx, id, name.as_deref(), timezone.as_deref(), locale, now)?;
+            let actor = Actor::in_tenant(id, user, &trace.0);
+            audit::record(tx, &actor, "tenant.updated", "tenant", &id.to_string(), now)?;
             store::get_tenant(tx, user, id)
         })
         .await?;
@@ -183,6 +200,7 @@ pub async fn update_tenant(
 pub async fn create_store(
     State(st): State<AppState>,
     UserSession(p): UserSession,
+    trace: TraceId,
     Json(input): Json<StoreIn>,
 ) -> Result<(StatusCode, Json<StoreOut>), AppError> {
     let name = clean_name(&input.name)?;
@@ -193,7 +211,18 @@ pub async fn create_store(
             if store::tenant_role(tx, tenant, user)?.as_deref() != Some("owner") {
                 return Err(missing_permission(Permission::StoresCreate));
             }
-            store::create_store(tx, tenant, user, &name, now)
+            let created = store::create_store(tx, tenant, user, &name, now)?;
+            let mut actor = Actor::in_tenant(tenant, user, &trace.0);
+            actor.store_id = Some(created.id);
+            audit::record(
+                tx,
+                &actor,
+                "store.created",
+                "store",
+                &created.id.to_string(),
+                now,
+            )?;
+            Ok(created)
         })
         .await?;
     Ok((StatusCode::CREATED, Json(store)))

@@ -23,7 +23,7 @@ use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::no_store;
 use crate::http::permissions::{Permission, Role};
-use crate::http::trace::ClientAddr;
+use crate::http::trace::{ClientAddr, TraceId};
 use crate::ids::{StoreId, UserId};
 use crate::setup::store::{add_store_member, looks_like_email};
 use crate::state::AppState;
@@ -168,6 +168,7 @@ struct Pending {
 pub async fn accept_invite(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
+    trace: TraceId,
     headers: HeaderMap,
     Path(token): Path<String>,
     Json(input): Json<AcceptIn>,
@@ -264,11 +265,17 @@ pub async fn accept_invite(
             if current.is_none() {
                 add_store_member(tx, invite.store, user_id, &invite.role, &time::format(now))?;
             }
+            let tenant_id = tx.query_row(
+                "SELECT tenant_id FROM stores WHERE id = ?1",
+                [invite.store],
+                |r| r.get(0),
+            )?;
             let actor = Actor {
-                store_id: invite.store,
+                store_id: Some(invite.store),
+                tenant_id,
                 user_id,
                 token_name: None,
-                trace_id: String::new(),
+                trace_id: trace.0,
             };
             audit::record(tx, &actor, "invite.accepted", "invite", &invite.id, now)?;
             signs_in

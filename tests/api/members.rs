@@ -234,7 +234,7 @@ async fn every_store_write_is_in_the_audit_trail() {
         )
         .await;
     log.expect(200);
-    assert_eq!(log.body["total"], 3);
+    assert_eq!(log.body["total"], 4);
     let entries = log.body["data"].as_array().unwrap();
     let actions: Vec<&str> = entries
         .iter()
@@ -242,7 +242,12 @@ async fn every_store_write_is_in_the_audit_trail() {
         .collect();
     assert_eq!(
         actions,
-        vec!["member.role_changed", "api_token.created", "store.updated"],
+        vec![
+            "member.role_changed",
+            "api_token.created",
+            "store.updated",
+            "store.created"
+        ],
         "newest first"
     );
     assert_eq!(entries[0]["token_name"], "erp sync");
@@ -254,6 +259,14 @@ async fn every_store_write_is_in_the_audit_trail() {
         renamed.header("x-trace-id").unwrap()
     );
     assert_eq!(entries[2]["resource_type"], "store");
+    // Organization-level writes are recorded too, without a store.
+    assert_eq!(
+        app.count(
+            "SELECT COUNT(*) FROM audit_log WHERE store_id IS NULL AND action = 'tenant.created'"
+        )
+        .await,
+        1
+    );
 }
 
 async fn invite(
