@@ -7,7 +7,7 @@ use axum::response::Response;
 use super::model::{TokenIn, TokenOut};
 use super::store;
 use crate::audit::{self, Actor};
-use crate::http::auth::StoreScope;
+use crate::http::auth::{StoreScope, missing_permission, scopes_from_json};
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::no_store;
@@ -26,6 +26,13 @@ fn check_scopes(scope: &StoreScope, scopes: &[String]) -> Result<Vec<String>, Ap
     if scopes.iter().any(|s| s == "*") {
         if scopes.len() > 1 {
             return Err(bad("\"*\" stands alone".into()));
+        }
+        // "*" is everything the issuer can do: only a caller holding all of that may grant
+        // it (a narrower token must not mint a broader one).
+        if scope.permissions != scope.role.permissions() {
+            return Err(bad(
+                "\"*\" is not yours to grant with this credential".into()
+            ));
         }
         return Ok(scopes.to_vec());
     }
@@ -163,6 +170,7 @@ pub async fn rotate_token(
         Actor::of(&scope),
         st.clock.now(),
     );
+    let (role_permissions, caller_permissions) = (scope.role.permissions(), scope.permissions);
     let token = st
         .db
         .write(move |tx| {
@@ -173,6 +181,13 @@ pub async fn rotate_token(
                     ErrorCode::NotTokenOwner,
                     "only the user who issued this token can rotate it",
                 ));
+            }
+            // Rotating hands out the new value: the caller must hold everything the token
+            // can do, or a narrow token could take over a broad one.
+            let scopes_json = serde_json::to_string(&t.scopes).unwrap_or_default();
+            let target = role_permissions.intersect(scopes_from_json(&scopes_json));
+            if !caller_permissions.contains_all(target) {
+                return Err(missing_permission(Permission::ApiTokensWrite));
             }
             let t =
                 store::rotate(tx, store, id)?.ok_or_else(|| AppError::not_found("API token"))?;

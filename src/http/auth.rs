@@ -139,7 +139,7 @@ struct Resolved {
 /// opaque; the server may use its own formats to pick the table to look in.
 const STORE_TOKEN_PREFIXES: [&str; 2] = ["svc_st_", "bod_"];
 
-fn scopes_from_json(json: &str) -> super::permissions::PermissionSet {
+pub fn scopes_from_json(json: &str) -> super::permissions::PermissionSet {
     use super::permissions::{Permission, PermissionSet};
     let codes: Vec<String> = serde_json::from_str(json).unwrap_or_default();
     if codes.iter().any(|c| c == "*") {

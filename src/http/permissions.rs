@@ -100,6 +100,11 @@ impl PermissionSet {
         self.0 & p.bit() != 0
     }
 
+    /// Every permission of `other` is in this set.
+    pub fn contains_all(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
     #[must_use]
     pub fn intersect(self, other: Self) -> Self {
         Self(self.0 & other.0)

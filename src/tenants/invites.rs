@@ -87,6 +87,10 @@ pub async fn create_invite(
     Json(input): Json<InviteIn>,
 ) -> Result<Response, AppError> {
     scope.require(Permission::MembersWrite)?;
+    if scope.principal.is_store_token() {
+        // An invite is a credential (accepting it signs in): tokens may not mint them.
+        return Err(missing_permission(Permission::MembersWrite));
+    }
     let role = Role::from(input.role);
     if role == Role::Owner && scope.role != Role::Owner {
         return Err(missing_permission(Permission::MembersWrite));
@@ -157,6 +161,7 @@ struct Pending {
     store: StoreId,
     email: String,
     role: String,
+    invited_by: UserId,
 }
 
 /// Accepts an invite (public: the token is the credential).
@@ -179,7 +184,7 @@ pub async fn accept_invite(
         .db
         .read(move |c| {
             Ok(c.query_row(
-                "SELECT id, store_id, email, role FROM invites
+                "SELECT id, store_id, email, role, invited_by FROM invites
                  WHERE token_hash = ?1 AND accepted_at IS NULL AND expires_at > ?2",
                 params![hash, time::format(now)],
                 |r| {
@@ -188,10 +193,22 @@ pub async fn accept_invite(
                         store: r.get(1)?,
                         email: r.get(2)?,
                         role: r.get(3)?,
+                        invited_by: r.get(4)?,
                     })
                 },
             )
-            .optional()?)
+            .optional()?
+            // The inviter must still be allowed to invite with that role: an invite does
+            // not outlive its author's rights.
+            .filter(|p| {
+                crate::http::auth::store_role(c, p.store, p.invited_by)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|(_, r)| {
+                        r.permissions().contains(Permission::MembersWrite)
+                            && (p.role != "owner" || r == Role::Owner)
+                    })
+            }))
         })
         .await?
         .ok_or_else(|| AppError::not_found("invite"))?;

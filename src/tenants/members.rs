@@ -59,6 +59,15 @@ fn last_owner() -> AppError {
     AppError::conflict(ErrorCode::Conflict, "a store keeps at least one owner")
 }
 
+/// An owner of the organization owns every store in it; a store-level change would not
+/// take effect, so it is refused instead of answering 204 for nothing.
+fn organization_owner() -> AppError {
+    AppError::conflict(
+        ErrorCode::Conflict,
+        "this member owns the organization, and so every store in it; change that in the organization",
+    )
+}
+
 /// The store's members, newest first.
 #[utoipa::path(get, path = "/stores/{store_id}/members", tag = "members", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), PageQuery),
@@ -120,6 +129,9 @@ pub async fn update_member(
     let (caller_is_owner, actor) = (scope.role == Role::Owner, Actor::of(&scope));
     st.db
         .write(move |tx| {
+            if store::is_organization_owner(tx, store_id, user)? {
+                return Err(organization_owner());
+            }
             let current = store::member_role(tx, store_id, user)?
                 .ok_or_else(|| AppError::not_found("member"))?;
             let touches_owner = current == "owner" || role == Role::Owner;
@@ -159,6 +171,9 @@ pub async fn remove_member(
     let (caller_is_owner, actor) = (scope.role == Role::Owner, Actor::of(&scope));
     st.db
         .write(move |tx| {
+            if store::is_organization_owner(tx, store_id, user)? {
+                return Err(organization_owner());
+            }
             let current = store::member_role(tx, store_id, user)?
                 .ok_or_else(|| AppError::not_found("member"))?;
             if current == "owner" {

@@ -310,3 +310,17 @@ pub fn remove_member(tx: &Transaction<'_>, store: StoreId, user: UserId) -> Resu
     )?;
     Ok(())
 }
+
+/// True when `user` owns the organization the store belongs to.
+pub fn is_organization_owner(
+    c: &Connection,
+    store: StoreId,
+    user: UserId,
+) -> Result<bool, AppError> {
+    Ok(c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM tenant_members tm JOIN stores s ON s.tenant_id = tm.tenant_id
+                        WHERE s.id = ?1 AND tm.user_id = ?2 AND tm.role = 'owner')",
+        params![store, user],
+        |r| r.get(0),
+    )?)
+}

@@ -380,3 +380,36 @@ async fn legacy_bod_tokens_work_until_rotated_and_use_is_recorded() {
         .await
         .expect_error(401, "unauthorized");
 }
+
+#[tokio::test]
+async fn a_narrow_token_cannot_mint_or_take_over_a_broader_one() {
+    let app = spawn_app().await;
+    let (owner, store) = shop(&app, "ana@example.com").await;
+    let broad = issue(&app, &owner, &store, json!(["*"])).await;
+    let broad_id = broad.body["id"].as_str().unwrap().to_string();
+    let narrow = value(
+        &issue(
+            &app,
+            &owner,
+            &store,
+            json!(["api_tokens.write", "api_tokens.read"]),
+        )
+        .await,
+    );
+
+    let r = issue(&app, &narrow, &store, json!(["*"])).await;
+    r.expect_error(422, "validation_failed");
+    issue(&app, &narrow, &store, json!(["orders.read"]))
+        .await
+        .expect_error(422, "validation_failed");
+    issue(&app, &narrow, &store, json!(["api_tokens.read"]))
+        .await
+        .expect(201);
+
+    let rotate = format!("/v1/stores/{store}/api-tokens/{broad_id}/rotate");
+    app.call(post(), &rotate, &narrow, None)
+        .await
+        .expect_error(403, "missing_permission");
+    // The owner's session, which holds everything the token can do, may.
+    app.call(post(), &rotate, &owner, None).await.expect(200);
+}

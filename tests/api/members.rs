@@ -407,3 +407,70 @@ async fn invites_expire_and_need_the_right_to_invite() {
         .await
         .expect_error(404, "not_found");
 }
+
+#[tokio::test]
+async fn invites_are_not_minted_by_tokens_and_die_with_their_authors_rights() {
+    let app = spawn_app().await;
+    let t = team(&app).await;
+    let store_path = format!("/v1/stores/{}", t.store);
+    let token = app
+        .call(
+            post(),
+            &format!("{store_path}/api-tokens"),
+            &t.owner,
+            Some(json!({"name": "a", "scopes": ["*"]})),
+        )
+        .await
+        .body["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    invite(&app, &token, &t.store, "x@example.com", "viewer")
+        .await
+        .expect_error(403, "missing_permission");
+
+    let pending = invite(&app, &t.admin, &t.store, "alt@example.com", "admin")
+        .await
+        .body["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("{store_path}/members/{}", t.admin_id),
+        &t.owner,
+        None,
+    )
+    .await
+    .expect(204);
+    accept(&app, &pending, "a good new password")
+        .await
+        .expect_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn an_organization_owner_cannot_be_removed_from_one_of_its_stores() {
+    let app = spawn_app().await;
+    let t = team(&app).await;
+    let owner_path = format!("/v1/stores/{}/members/{}", t.store, t.owner_id);
+    // Even with a second store owner, the organization's owner stays owner of every store.
+    app.call(
+        patch(),
+        &format!("/v1/stores/{}/members/{}", t.store, t.admin_id),
+        &t.owner,
+        Some(json!({"role": "owner"})),
+    )
+    .await
+    .expect(204);
+    app.call(reqwest::Method::DELETE, &owner_path, &t.admin, None)
+        .await
+        .expect_error(409, "conflict");
+    app.call(
+        patch(),
+        &owner_path,
+        &t.admin,
+        Some(json!({"role": "viewer"})),
+    )
+    .await
+    .expect_error(409, "conflict");
+}
