@@ -119,36 +119,18 @@ pub async fn list_tokens(
     Paged(page, _): Paged,
 ) -> Result<Json<Page<TokenOut>>, AppError> {
     scope.require(Permission::ApiTokensRead)?;
-    let list_scope = format!("api_tokens:{}", scope.store_id);
-    let after: Option<(String, String)> = page.position(&list_scope)?;
-    let (store, params) = (scope.store_id, page.clone());
-    let (rows, total) = st
-        .db
-        .read(move |c| {
-            let rows = store::list(
-                c,
-                store,
-                after.as_ref(),
-                params.fetch_limit(),
-                params.offset(),
-            )?;
-            let total = params
-                .include_total
-                .then(|| store::count(c, store))
-                .transpose()?;
-            Ok((rows, total))
-        })
-        .await?;
-    Ok(Json(
-        Page::from_rows(
-            rows,
-            &page,
-            &list_scope,
+    let store_id = scope.store_id;
+    let page = page
+        .list(
+            &st.db,
+            &format!("api_tokens:{store_id}"),
+            move |c, after, limit, offset| store::list(c, store_id, after, limit, offset),
+            move |c| store::count(c, store_id),
             |t| (t.created_at.clone(), t.id.to_string()),
             |t| t,
         )
-        .with_total(total),
-    ))
+        .await?;
+    Ok(Json(page))
 }
 
 /// Gives the token a new value (shown once); the old value stops working at once. Only the

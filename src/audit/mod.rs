@@ -148,40 +148,22 @@ pub async fn list_audit_log(
     Paged(page, _): Paged,
 ) -> Result<Json<Page<AuditEntryOut>>, AppError> {
     scope.require(Permission::AuditRead)?;
-    let list_scope = format!("audit:{}", scope.store_id);
-    let after: Option<(String, String)> = page.position(&list_scope)?;
-    let (store, params) = (scope.store_id, page.clone());
-    let (rows, total) = st
-        .db
-        .read(move |c| {
-            let rows = list(
-                c,
-                store,
-                after.as_ref(),
-                params.fetch_limit(),
-                params.offset(),
-            )?;
-            let total = params
-                .include_total
-                .then(|| -> Result<i64, AppError> {
-                    Ok(c.query_row(
-                        "SELECT COUNT(*) FROM audit_log WHERE store_id = ?1",
-                        [store],
-                        |r| r.get(0),
-                    )?)
-                })
-                .transpose()?;
-            Ok((rows, total))
-        })
-        .await?;
-    Ok(Json(
-        Page::from_rows(
-            rows,
-            &page,
-            &list_scope,
+    let store_id = scope.store_id;
+    let page = page
+        .list(
+            &st.db,
+            &format!("audit:{store_id}"),
+            move |c, after, limit, offset| list(c, store_id, after, limit, offset),
+            move |c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*) FROM audit_log WHERE store_id = ?1",
+                    [store_id],
+                    |r| r.get(0),
+                )?)
+            },
             |e| (e.created_at.clone(), e.id.clone()),
             |e| e,
         )
-        .with_total(total),
-    ))
+        .await?;
+    Ok(Json(page))
 }

@@ -350,33 +350,13 @@ pub async fn list_sessions(
     UserSession(p): UserSession,
     Paged(page, _): Paged,
 ) -> Result<Json<Page<DeviceSessionOut>>, AppError> {
-    let scope = format!("sessions:{}", p.user_id);
-    let after: Option<(String, String)> = page.position(&scope)?;
-    let (user, params, now) = (p.user_id, page.clone(), st.clock.now());
-    let (rows, total) = st
-        .db
-        .read(move |c| {
-            let rows = store::list_sessions(
-                c,
-                user,
-                now,
-                after.as_ref(),
-                params.fetch_limit(),
-                params.offset(),
-            )?;
-            let total = params
-                .include_total
-                .then(|| store::count_sessions(c, user, now))
-                .transpose()?;
-            Ok((rows, total))
-        })
-        .await?;
-    let current = p.session_id();
-    Ok(Json(
-        Page::from_rows(
-            rows,
-            &page,
-            &scope,
+    let (user, now, current) = (p.user_id, st.clock.now(), p.session_id());
+    let page = page
+        .list(
+            &st.db,
+            &format!("sessions:{user}"),
+            move |c, after, limit, offset| store::list_sessions(c, user, now, after, limit, offset),
+            move |c| store::count_sessions(c, user, now),
             |r| (r.last_used_at.clone(), r.id.to_string()),
             |r| DeviceSessionOut {
                 current: Some(r.id) == current,
@@ -386,8 +366,8 @@ pub async fn list_sessions(
                 last_used_at: r.last_used_at,
             },
         )
-        .with_total(total),
-    ))
+        .await?;
+    Ok(Json(page))
 }
 
 /// Signs a device out.

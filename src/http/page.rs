@@ -251,6 +251,45 @@ impl<T> Page<T> {
     }
 }
 
+/// The keyset position of the "newest first" lists: a timestamp and an id, as text.
+pub type Position = (String, String);
+
+impl PageParams {
+    /// Runs one keyset-paged list on a reader connection: `rows(conn, after, fetch_limit,
+    /// offset)` fetches the page (plus one), `total(conn)` counts when `include_total` asks,
+    /// and `position` gives the cursor of a row. `scope` binds cursors to this list.
+    pub async fn list<R, T>(
+        &self,
+        db: &crate::db::Db,
+        scope: &str,
+        rows: impl FnOnce(
+            &rusqlite::Connection,
+            Option<&Position>,
+            i64,
+            i64,
+        ) -> Result<Vec<R>, AppError>
+        + Send
+        + 'static,
+        total: impl FnOnce(&rusqlite::Connection) -> Result<i64, AppError> + Send + 'static,
+        position: impl Fn(&R) -> Position,
+        map: impl FnMut(R) -> T,
+    ) -> Result<Page<T>, AppError>
+    where
+        R: Send + 'static,
+    {
+        let after: Option<Position> = self.position(scope)?;
+        let p = self.clone();
+        let (found, count) = db
+            .read(move |c| {
+                let found = rows(c, after.as_ref(), p.fetch_limit(), p.offset())?;
+                let count = p.include_total.then(|| total(c)).transpose()?;
+                Ok((found, count))
+            })
+            .await?;
+        Ok(Page::from_rows(found, self, scope, position, map).with_total(count))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -105,36 +105,18 @@ pub async fn list_tenants(
     UserSession(p): UserSession,
     Paged(page, _): Paged,
 ) -> Result<Json<Page<TenantOut>>, AppError> {
-    let scope = format!("tenants:{}", p.user_id);
-    let after: Option<(String, String)> = page.position(&scope)?;
-    let (user, params) = (p.user_id, page.clone());
-    let (rows, total) = st
-        .db
-        .read(move |c| {
-            let rows = store::list_tenants(
-                c,
-                user,
-                after.as_ref(),
-                params.fetch_limit(),
-                params.offset(),
-            )?;
-            let total = params
-                .include_total
-                .then(|| store::count_tenants(c, user))
-                .transpose()?;
-            Ok((rows, total))
-        })
-        .await?;
-    Ok(Json(
-        Page::from_rows(
-            rows,
-            &page,
-            &scope,
+    let user = p.user_id;
+    let page = page
+        .list(
+            &st.db,
+            &format!("tenants:{user}"),
+            move |c, after, limit, offset| store::list_tenants(c, user, after, limit, offset),
+            move |c| store::count_tenants(c, user),
             |t| (t.created_at.clone(), t.id.to_string()),
             |t| t,
         )
-        .with_total(total),
-    ))
+        .await?;
+    Ok(Json(page))
 }
 
 /// One of the caller's organizations.
@@ -246,36 +228,18 @@ pub async fn list_stores(
     UserSession(p): UserSession,
     Paged(page, _): Paged,
 ) -> Result<Json<Page<StoreOut>>, AppError> {
-    let scope = format!("stores:{}", p.user_id);
-    let after: Option<(String, String)> = page.position(&scope)?;
-    let (user, params) = (p.user_id, page.clone());
-    let (rows, total) = st
-        .db
-        .read(move |c| {
-            let rows = store::list_stores(
-                c,
-                user,
-                after.as_ref(),
-                params.fetch_limit(),
-                params.offset(),
-            )?;
-            let total = params
-                .include_total
-                .then(|| store::count_stores(c, user))
-                .transpose()?;
-            Ok((rows, total))
-        })
-        .await?;
-    Ok(Json(
-        Page::from_rows(
-            rows,
-            &page,
-            &scope,
+    let user = p.user_id;
+    let page = page
+        .list(
+            &st.db,
+            &format!("stores:{user}"),
+            move |c, after, limit, offset| store::list_stores(c, user, after, limit, offset),
+            move |c| store::count_stores(c, user),
             |s| (s.created_at.clone(), s.id.to_string()),
             |s| s,
         )
-        .with_total(total),
-    ))
+        .await?;
+    Ok(Json(page))
 }
 
 /// A store the caller belongs to.

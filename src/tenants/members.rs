@@ -78,33 +78,23 @@ pub async fn list_members(
     Paged(page, _): Paged,
 ) -> Result<Json<Page<MemberOut>>, AppError> {
     scope.require(Permission::MembersRead)?;
-    let list_scope = format!("members:{}", scope.store_id);
-    let after: Option<(String, String)> = page.position(&list_scope)?;
-    let (store_id, params) = (scope.store_id, page.clone());
-    let rows = st
-        .db
-        .read(move |c| {
-            store::list_members(
-                c,
-                store_id,
-                after.as_ref(),
-                params.fetch_limit(),
-                params.offset(),
-            )
-        })
+    let store_id = scope.store_id;
+    let page = page
+        .list(
+            &st.db,
+            &format!("members:{store_id}"),
+            move |c, after, limit, offset| store::list_members(c, store_id, after, limit, offset),
+            move |c| store::count_members(c, store_id),
+            |m| (m.created_at.clone(), m.user_id.to_string()),
+            |m| MemberOut {
+                user_id: m.user_id,
+                email: m.email,
+                role: Role::parse(&m.role).unwrap_or(Role::Viewer),
+                created_at: m.created_at,
+            },
+        )
         .await?;
-    Ok(Json(Page::from_rows(
-        rows,
-        &page,
-        &list_scope,
-        |m| (m.created_at.clone(), m.user_id.to_string()),
-        |m| MemberOut {
-            user_id: m.user_id,
-            email: m.email,
-            role: Role::parse(&m.role).unwrap_or(Role::Viewer),
-            created_at: m.created_at,
-        },
-    )))
+    Ok(Json(page))
 }
 
 /// Changes a member's role.

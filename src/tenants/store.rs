@@ -324,3 +324,11 @@ pub fn is_organization_owner(
         |r| r.get(0),
     )?)
 }
+
+pub fn count_members(c: &Connection, store: StoreId) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) FROM store_members WHERE store_id = ?1",
+        [store],
+        |r| r.get(0),
+    )?)
+}
