@@ -169,6 +169,22 @@ pub fn account_disabled() -> AppError {
     )
 }
 
+/// The signed-in user, once their password is confirmed (under the sign-in lockout): for
+/// changes that need it again (password change, turning a second factor off).
+pub(super) async fn confirm_password(
+    st: &AppState,
+    p: &Principal,
+    addr: std::net::IpAddr,
+    password: String,
+) -> Result<UserRow, AppError> {
+    let user = load_user(st, p).await?;
+    let phc = Some(user.password_hash.clone());
+    if !guarded_password_check(st, &user.email, &addr.to_string(), password, phc).await? {
+        return Err(incorrect_password());
+    }
+    Ok(user)
+}
+
 pub fn incorrect_password() -> AppError {
     AppError::new(
         StatusCode::BAD_REQUEST,
@@ -320,12 +336,7 @@ pub async fn change_password(
     if let Err(m) = password::check_rules(&input.new_password) {
         return Err(AppError::validation([("new_password", m)]));
     }
-    let user = load_user(&st, &p).await?;
-    let address = addr.to_string();
-    let (password, phc) = (input.current_password, Some(user.password_hash.clone()));
-    if !guarded_password_check(&st, &user.email, &address, password, phc).await? {
-        return Err(incorrect_password());
-    }
+    let user = confirm_password(&st, &p, addr, input.current_password).await?;
     let hash = st
         .hasher
         .hash(input.new_password)

@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::handlers::{account_disabled, guarded_password_check, incorrect_password, load_user};
+use super::handlers::{account_disabled, confirm_password, load_user};
 use super::model::{
     ChallengeIn, CodeIn, CodeSentOut, MsgappEnableIn, OtpVerifyIn, PasswordConfirmIn, SessionOut,
 };
@@ -159,11 +159,7 @@ pub async fn msgapp_disable(
     ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordConfirmIn>,
 ) -> Result<StatusCode, AppError> {
-    let user = load_user(&st, &p).await?;
-    let phc = Some(user.password_hash.clone());
-    if !guarded_password_check(&st, &user.email, &addr.to_string(), input.password, phc).await? {
-        return Err(incorrect_password());
-    }
+    let user = confirm_password(&st, &p, addr, input.password).await?;
     let (id, now) = (user.id, st.clock.now());
     st.db
         .write(move |tx| store::set_msgapp_phone(tx, id, None, now))

@@ -7,9 +7,7 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
 
-use super::handlers::{
-    account_disabled, guarded_password_check, incorrect_password, lifetimes, load_user, session_out,
-};
+use super::handlers::{account_disabled, confirm_password, lifetimes, load_user, session_out};
 use super::model::{
     PasswordConfirmIn, RecoveryCodesOut, RecoveryVerifyIn, SessionOut, TotpCodeIn, TotpSetupOut,
     TotpVerifyIn,
@@ -100,11 +98,7 @@ pub async fn totp_disable(
     ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordConfirmIn>,
 ) -> Result<StatusCode, AppError> {
-    let user = load_user(&st, &p).await?;
-    let phc = Some(user.password_hash.clone());
-    if !guarded_password_check(&st, &user.email, &addr.to_string(), input.password, phc).await? {
-        return Err(incorrect_password());
-    }
+    let user = confirm_password(&st, &p, addr, input.password).await?;
     let (id, now) = (user.id, st.clock.now());
     st.db
         .write(move |tx| store::disable_totp(tx, id, now))
