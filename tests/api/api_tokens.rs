@@ -9,25 +9,8 @@ use crate::tenants::{get, patch, post};
 /// An owner with an organization and a store: (owner token, store id).
 async fn shop(app: &TestApp, email: &str) -> (String, String) {
     let (owner, _) = app.member(email).await;
-    let org = app
-        .call(
-            post(),
-            "/v1/tenants",
-            &owner,
-            Some(json!({"name": format!("{email} org")})),
-        )
-        .await
-        .body;
-    let store = app
-        .call(
-            post(),
-            "/v1/stores",
-            &owner,
-            Some(json!({"tenant_id": org["id"], "name": "Loja"})),
-        )
-        .await
-        .body;
-    (owner, store["id"].as_str().unwrap().to_string())
+    let store = app.open_store(&owner, &format!("{email} org")).await;
+    (owner, store)
 }
 
 async fn issue(app: &TestApp, token: &str, store: &str, scopes: Value) -> Reply {
@@ -90,9 +73,13 @@ async fn a_token_can_do_its_scopes_within_its_users_permissions() {
     let (owner, store) = shop(&app, "ana@example.com").await;
     let path = format!("/v1/stores/{store}");
     let edit = json!({"name": "Loja"});
-    let all = value(&issue(&app, &owner, &store, json!(["*"])).await);
-    let narrow = value(&issue(&app, &owner, &store, json!(["products.read"])).await);
-    let editor = value(&issue(&app, &owner, &store, json!(["stores.edit"])).await);
+    let all = app.store_token(&owner, &store, json!(["*"])).await;
+    let narrow = app
+        .store_token(&owner, &store, json!(["products.read"]))
+        .await;
+    let editor = app
+        .store_token(&owner, &store, json!(["stores.edit"]))
+        .await;
     app.call(patch(), &path, &all, Some(edit.clone()))
         .await
         .expect(200);
@@ -106,7 +93,7 @@ async fn a_token_can_do_its_scopes_within_its_users_permissions() {
     // Demoting the issuer narrows even a "*" token at once.
     let (admin, admin_id) = app.member("admin@example.com").await;
     app.add_to_store(&store, &admin_id, "admin").await;
-    let admins = value(&issue(&app, &admin, &store, json!(["*"])).await);
+    let admins = app.store_token(&admin, &store, json!(["*"])).await;
     app.call(patch(), &path, &admins, Some(edit.clone()))
         .await
         .expect(200);
@@ -148,7 +135,7 @@ async fn a_token_can_do_its_scopes_within_its_users_permissions() {
 async fn a_token_is_held_to_its_store() {
     let app = spawn_app().await;
     let (owner, store) = shop(&app, "ana@example.com").await;
-    let t = value(&issue(&app, &owner, &store, json!(["*"])).await);
+    let t = app.store_token(&owner, &store, json!(["*"])).await;
     let other_org =
         app.call(get(), "/v1/tenants", &owner, None).await.body["data"][0]["id"].clone();
     let second = app
@@ -387,15 +374,13 @@ async fn a_narrow_token_cannot_mint_or_take_over_a_broader_one() {
     let (owner, store) = shop(&app, "ana@example.com").await;
     let broad = issue(&app, &owner, &store, json!(["*"])).await;
     let broad_id = broad.body["id"].as_str().unwrap().to_string();
-    let narrow = value(
-        &issue(
-            &app,
+    let narrow = app
+        .store_token(
             &owner,
             &store,
             json!(["api_tokens.write", "api_tokens.read"]),
         )
-        .await,
-    );
+        .await;
 
     let r = issue(&app, &narrow, &store, json!(["*"])).await;
     r.expect_error(422, "validation_failed");

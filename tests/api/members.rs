@@ -18,22 +18,7 @@ struct Team {
 
 async fn team(app: &TestApp) -> Team {
     let (owner, owner_id) = app.member("owner@example.com").await;
-    let org = app
-        .call(post(), "/v1/tenants", &owner, Some(json!({"name": "Org"})))
-        .await
-        .body;
-    let store = app
-        .call(
-            post(),
-            "/v1/stores",
-            &owner,
-            Some(json!({"tenant_id": org["id"], "name": "Loja"})),
-        )
-        .await
-        .body["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let store = app.open_store(&owner, "Org").await;
     let (admin, admin_id) = app.member("admin@example.com").await;
     app.add_to_store(&store, &admin_id, "admin").await;
     let (staff, staff_id) = app.member("staff@example.com").await;
@@ -142,18 +127,7 @@ async fn removing_a_member_ends_their_tokens_and_never_the_last_owner() {
     let app = spawn_app().await;
     let t = team(&app).await;
     let store_path = format!("/v1/stores/{}", t.store);
-    let token = app
-        .call(
-            post(),
-            &format!("{store_path}/api-tokens"),
-            &t.admin,
-            Some(json!({"name": "a", "scopes": ["*"]})),
-        )
-        .await
-        .body["value"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let token = app.store_token(&t.admin, &t.store, json!(["*"])).await;
     app.call(get(), &store_path, &token, None).await.expect(200);
 
     let members = format!("{store_path}/members");
@@ -413,18 +387,7 @@ async fn invites_are_not_minted_by_tokens_and_die_with_their_authors_rights() {
     let app = spawn_app().await;
     let t = team(&app).await;
     let store_path = format!("/v1/stores/{}", t.store);
-    let token = app
-        .call(
-            post(),
-            &format!("{store_path}/api-tokens"),
-            &t.owner,
-            Some(json!({"name": "a", "scopes": ["*"]})),
-        )
-        .await
-        .body["value"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let token = app.store_token(&t.owner, &t.store, json!(["*"])).await;
     invite(&app, &token, &t.store, "x@example.com", "viewer")
         .await
         .expect_error(403, "missing_permission");

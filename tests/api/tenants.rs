@@ -31,6 +31,40 @@ impl TestApp {
         )
     }
 
+    /// As the caller, creates the organization `org` and a store "Loja" in it; returns the
+    /// store's id.
+    pub async fn open_store(&self, token: &str, org: &str) -> String {
+        let org = self
+            .call(post(), "/v1/tenants", token, Some(json!({"name": org})))
+            .await;
+        org.expect(201);
+        let store = self
+            .call(
+                post(),
+                "/v1/stores",
+                token,
+                Some(json!({"tenant_id": org.body["id"], "name": "Loja"})),
+            )
+            .await;
+        store.expect(201);
+        store.body["id"].as_str().unwrap().to_string()
+    }
+
+    /// As the caller, issues a store API token with `scopes`; returns its value.
+    pub async fn store_token(&self, token: &str, store_id: &str, scopes: Value) -> String {
+        let path = format!("/v1/stores/{store_id}/api-tokens");
+        let r = self
+            .call(
+                post(),
+                &path,
+                token,
+                Some(json!({"name": "t", "scopes": scopes})),
+            )
+            .await;
+        r.expect(201);
+        r.body["value"].as_str().unwrap().to_string()
+    }
+
     pub async fn add_to_store(&self, store_id: &str, user_id: &str, role: &'static str) {
         let (store, user) = (store_id.parse().unwrap(), user_id.parse().unwrap());
         let now = merchant_admin::time::format(self.clock_now());
@@ -258,20 +292,7 @@ type Case = (
 async fn the_authorization_table_for_store_routes() {
     let app = spawn_app().await;
     let (owner, _) = app.member("owner@example.com").await;
-    let org = app
-        .call(post(), "/v1/tenants", &owner, Some(json!({"name": "Org"})))
-        .await
-        .body;
-    let store = app
-        .call(
-            post(),
-            "/v1/stores",
-            &owner,
-            Some(json!({"tenant_id": org["id"], "name": "Loja"})),
-        )
-        .await
-        .body;
-    let store_id = store["id"].as_str().unwrap().to_string();
+    let store_id = app.open_store(&owner, "Org").await;
     let mut tokens = vec![("owner", owner.clone())];
     let mut staff_id = String::new();
     for role in ["admin", "staff", "viewer"] {
@@ -284,23 +305,7 @@ async fn the_authorization_table_for_store_routes() {
     }
     // The outsider owns a store of their own: a member of another store.
     let (stranger, _) = app.member("stranger@example.com").await;
-    let their_org = app
-        .call(
-            post(),
-            "/v1/tenants",
-            &stranger,
-            Some(json!({"name": "Elsewhere"})),
-        )
-        .await
-        .body;
-    app.call(
-        post(),
-        "/v1/stores",
-        &stranger,
-        Some(json!({"tenant_id": their_org["id"], "name": "Theirs"})),
-    )
-    .await
-    .expect(201);
+    app.open_store(&stranger, "Elsewhere").await;
 
     // (method, path, body, the permission it needs, the roles that may). Later issues add
     // their store routes here.
@@ -367,27 +372,13 @@ async fn the_authorization_table_for_store_routes() {
     for (method, path, body, needs, allowed) in &table {
         // A store token scoped to the permission succeeds; one scoped to another does not.
         if let Some(perm) = needs {
-            let issue = |scope: &str| {
-                app.call(
-                    post(),
-                    &tokens_path,
-                    &owner,
-                    Some(json!({"name": "t", "scopes": [scope]})),
-                )
-            };
-            let right = issue(perm).await.body["value"]
-                .as_str()
-                .unwrap()
-                .to_string();
+            let right = app.store_token(&owner, &store_id, json!([perm])).await;
             let other = if *perm == "audit.read" {
                 "orders.read"
             } else {
                 "audit.read"
             };
-            let wrong = issue(other).await.body["value"]
-                .as_str()
-                .unwrap()
-                .to_string();
+            let wrong = app.store_token(&owner, &store_id, json!([other])).await;
             let r = app.call(method.clone(), path, &right, body.clone()).await;
             if path.ends_with("/invites") {
                 r.expect_error(403, "missing_permission");
