@@ -99,6 +99,8 @@ fn start_server(data_dir: &std::path::Path) -> (Server, String) {
             "1000000000",
         ])
         .args(["--sign-in-failure-limit", "1000000000"])
+        // The webhook phase's receiver listens on loopback.
+        .arg("--allow-private-webhook-targets")
         .arg("--data-dir")
         .arg(data_dir)
         .env("MERCHANT_ADMIN_LOG", "info")
@@ -354,7 +356,7 @@ fn scenarios(token: &str, store_id: &str, store_token: &str) -> Vec<Scenario> {
 fn main() {
     let args = parse_args();
     let dir = tempfile::tempdir().unwrap();
-    let (_server, base) = start_server(dir.path());
+    let (server, base) = start_server(dir.path());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1) // one core for the load, one for the server
         .enable_all()
@@ -388,6 +390,151 @@ fn main() {
             pct(&r.latencies, 0.50),
             pct(&r.latencies, 0.99),
             r.errors
+        );
+    }
+    if args.only.as_deref().is_none_or(|o| "webhooks".contains(o)) {
+        rt.block_on(webhooks::run(
+            &client,
+            &base,
+            &st_token,
+            &store_id,
+            server.0.id(),
+        ));
+    }
+}
+
+/// Webhook delivery (issue 5): throughput of a 20,000-event burst, enqueue-to-delivery
+/// latency at a steady 200 events/s, and the server's RSS with 100,000 events queued.
+mod webhooks {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use axum::extract::State;
+    use serde_json::{Value, json};
+    use tokio::sync::Semaphore;
+
+    #[derive(Default)]
+    struct Seen {
+        count: AtomicUsize,
+        /// Enqueue-to-arrival, microseconds.
+        latencies: Mutex<Vec<u64>>,
+        gate: Mutex<Option<Arc<Semaphore>>>,
+    }
+
+    async fn receive(State(seen): State<Arc<Seen>>, body: axum::body::Bytes) -> &'static str {
+        let gate = seen.gate.lock().unwrap().clone();
+        if let Some(g) = gate {
+            let _permit = g.acquire().await;
+        }
+        let now = chrono::Utc::now().timestamp_micros();
+        if let Ok(v) = serde_json::from_slice::<Value>(&body)
+            && let Some(at) = v["data"]["emitted_at_us"].as_i64()
+        {
+            seen.latencies
+                .lock()
+                .unwrap()
+                .push(u64::try_from(now - at).unwrap_or_default());
+        }
+        seen.count.fetch_add(1, Ordering::SeqCst);
+        "ok"
+    }
+
+    fn rss_mib(pid: u32) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let kib: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN);
+        kib / 1024.0
+    }
+
+    async fn wait_count(seen: &Seen, n: usize, pid: u32, max_rss: &mut f64) {
+        while seen.count.load(Ordering::SeqCst) < n {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            *max_rss = max_rss.max(rss_mib(pid));
+        }
+    }
+
+    fn pct(sorted: &[u64], p: f64) -> f64 {
+        let d: Vec<Duration> = sorted.iter().map(|us| Duration::from_micros(*us)).collect();
+        super::pct(&d, p)
+    }
+
+    pub async fn run(client: &reqwest::Client, base: &str, token: &str, store: &str, pid: u32) {
+        let seen = Arc::new(Seen::default());
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(receive))
+            .with_state(seen.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let r = client
+            .post(format!("{base}/v1/stores/{store}/webhooks"))
+            .bearer_auth(token)
+            .json(&json!({"url": url, "events": ["orders.created"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "create the webhook");
+        let emit = |count: u32| {
+            client
+                .post(format!("{base}/v1/_bench/stores/{store}/events"))
+                .bearer_auth(token)
+                .json(&json!({"event": "orders.created", "count": count}))
+                .send()
+        };
+        let mut max_rss = rss_mib(pid);
+        println!("\nwebhook delivery (one receiver answering 200 on loopback)");
+
+        // 1. A burst of 20,000 events.
+        let t = Instant::now();
+        assert!(emit(20_000).await.unwrap().status().is_success());
+        let enqueued = t.elapsed();
+        wait_count(&seen, 20_000, pid, &mut max_rss).await;
+        let all = t.elapsed();
+        let rate = 20_000.0 / all.as_secs_f64();
+        println!(
+            "  20,000 events: enqueued in {:.2} s, all delivered after {:.2} s: {rate:.0} deliveries/s",
+            enqueued.as_secs_f64(),
+            all.as_secs_f64()
+        );
+
+        // 2. Steady load: 200 events/s for 10 s, one event per request.
+        seen.latencies.lock().unwrap().clear();
+        let before = seen.count.load(Ordering::SeqCst);
+        let mut tick = tokio::time::interval(Duration::from_millis(5));
+        for _ in 0..2000 {
+            tick.tick().await;
+            assert!(emit(1).await.unwrap().status().is_success());
+        }
+        wait_count(&seen, before + 2000, pid, &mut max_rss).await;
+        let mut lat = seen.latencies.lock().unwrap().clone();
+        lat.sort_unstable();
+        println!(
+            "  200 events/s for 10 s: enqueue-to-delivery p50 {:.1} ms, p99 {:.1} ms",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99)
+        );
+
+        // 3. 100,000 events queued behind a receiver that holds its requests.
+        let idle = rss_mib(pid);
+        let gate = Arc::new(Semaphore::new(0));
+        *seen.gate.lock().unwrap() = Some(gate.clone());
+        let before = seen.count.load(Ordering::SeqCst);
+        assert!(emit(100_000).await.unwrap().status().is_success());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let backlog = rss_mib(pid);
+        gate.add_permits(Semaphore::MAX_PERMITS);
+        let t = Instant::now();
+        let mut drain_max = backlog;
+        wait_count(&seen, before + 100_000, pid, &mut drain_max).await;
+        let rate = 100_000.0 / t.elapsed().as_secs_f64();
+        println!(
+            "  RSS: {idle:.1} MiB before, {backlog:.1} MiB with 100,000 queued, at most {drain_max:.1} MiB \
+             while draining them ({rate:.0} deliveries/s); at most {max_rss:.1} MiB in phases 1-2"
         );
     }
 }

@@ -193,6 +193,39 @@ pub struct ServeArgs {
     )]
     pub msgapp_otp_template: String,
 
+    /// First webhook retry delay in seconds; later retries double it (10, 20, 40, 80 s).
+    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_RETRY_BASE_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_retry_base_secs: u32,
+
+    /// Webhook deliveries in flight at once, in all.
+    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_CONCURRENCY", default_value_t = 64,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub webhook_concurrency: u16,
+
+    /// Webhook deliveries in flight at once to any one webhook, so a slow receiver cannot
+    /// hold up the others.
+    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_ENDPOINT_CONCURRENCY", default_value_t = 8,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub webhook_endpoint_concurrency: u16,
+
+    /// Let webhooks target loopback, private, link-local and metadata addresses (local
+    /// development and tests only).
+    #[arg(long, env = "MERCHANT_ADMIN_ALLOW_PRIVATE_WEBHOOK_TARGETS")]
+    pub allow_private_webhook_targets: bool,
+
+    /// The operator's webhook for platform events (`user.created`), which belong to no store.
+    #[arg(long, env = "MERCHANT_ADMIN_PLATFORM_WEBHOOK_URL")]
+    pub platform_webhook_url: Option<String>,
+
+    /// The secret that signs deliveries to --platform-webhook-url.
+    #[arg(
+        long,
+        env = "MERCHANT_ADMIN_PLATFORM_WEBHOOK_SECRET",
+        hide_env_values = true
+    )]
+    pub platform_webhook_secret: Option<String>,
+
     /// When unversioned paths were deprecated (RFC 3339); sent as the `Deprecation` header.
     #[arg(
         long,

@@ -42,6 +42,35 @@ pub struct Config {
     pub hash_workers: usize,
     /// Where messaging-app messages (sign-in codes) go.
     pub msgapp: MsgappConfig,
+    /// First webhook retry delay; later ones double (spec 6.1: about 10, 20, 40, 80 s).
+    pub webhook_retry_base: Duration,
+    /// How long a receiver has to answer a delivery (spec 8: 30 s).
+    pub webhook_timeout: Duration,
+    /// Longest the delivery dispatcher sleeps before looking for due retries again.
+    pub webhook_poll: Duration,
+    /// Deliveries in flight at once, in all; and per receiving webhook.
+    pub webhook_concurrency: usize,
+    pub webhook_endpoint_concurrency: usize,
+    /// Lets webhooks target loopback, private and link-local addresses (development, tests).
+    pub allow_private_webhook_targets: bool,
+    /// The operator's webhook for platform events (`user.created`).
+    pub platform_webhook: Option<PlatformWebhook>,
+}
+
+/// Where platform events go, and the secret that signs them.
+#[derive(Clone)]
+pub struct PlatformWebhook {
+    pub url: String,
+    pub secret: String,
+}
+
+impl std::fmt::Debug for PlatformWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlatformWebhook")
+            .field("url", &self.url)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
 }
 
 /// The messaging-app provider: `log` writes messages to the `outbound_messages` table (read
@@ -84,6 +113,13 @@ impl Config {
             sign_in_window: chrono::Duration::minutes(15),
             hash_workers: default_hash_workers(),
             msgapp: MsgappConfig::Log,
+            webhook_retry_base: Duration::from_secs(10),
+            webhook_timeout: Duration::from_secs(30),
+            webhook_poll: Duration::from_secs(1),
+            webhook_concurrency: 64,
+            webhook_endpoint_concurrency: 8,
+            allow_private_webhook_targets: false,
+            platform_webhook: None,
         }
     }
 
@@ -108,6 +144,11 @@ impl Config {
             sign_in_failures: a.sign_in_failure_limit,
             hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
             msgapp: msgapp_config(a)?,
+            webhook_retry_base: Duration::from_secs(a.webhook_retry_base_secs.into()),
+            webhook_concurrency: a.webhook_concurrency.into(),
+            webhook_endpoint_concurrency: a.webhook_endpoint_concurrency.into(),
+            allow_private_webhook_targets: a.allow_private_webhook_targets,
+            platform_webhook: platform_webhook(a)?,
             deprecation_date: date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date
@@ -170,4 +211,24 @@ fn msgapp_config(a: &ServeArgs) -> anyhow::Result<MsgappConfig> {
             }
         }
     })
+}
+
+fn platform_webhook(a: &ServeArgs) -> anyhow::Result<Option<PlatformWebhook>> {
+    match (&a.platform_webhook_url, &a.platform_webhook_secret) {
+        (None, None) => Ok(None),
+        (Some(url), Some(secret)) if !secret.is_empty() => {
+            crate::webhooks::target::parse_url(url)
+                .map_err(|e| anyhow::anyhow!("--platform-webhook-url: {e}"))?;
+            Ok(Some(PlatformWebhook {
+                url: url.clone(),
+                secret: secret.clone(),
+            }))
+        }
+        (Some(_), _) => {
+            anyhow::bail!("--platform-webhook-url needs --platform-webhook-secret")
+        }
+        (None, Some(_)) => {
+            anyhow::bail!("--platform-webhook-secret needs --platform-webhook-url")
+        }
+    }
 }

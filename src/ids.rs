@@ -86,3 +86,5 @@ id_type!(EventId);
 id_type!(SessionId);
 id_type!(PairId);
 id_type!(ApiTokenId);
+id_type!(WebhookId);
+id_type!(AttemptId);

@@ -20,6 +20,7 @@ pub mod state;
 pub mod system;
 pub mod tenants;
 pub mod time;
+pub mod webhooks;
 
 use std::future::Future;
 
@@ -45,6 +46,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(tenants::routes())
         .merge(api_tokens::routes())
         .merge(audit::routes())
+        .merge(webhooks::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())
@@ -93,6 +95,7 @@ pub async fn serve_routes(
         tasks.spawn(jobs::worker::work(st.clone(), token.clone()));
     }
     tasks.spawn(jobs::scheduler::run(st.clone(), token.clone()));
+    tasks.spawn(webhooks::delivery::run(st.clone(), token.clone()));
 
     let service = from_fn_with_state(st.clone(), versioning::versioning).layer(app(&st, routes));
     let stop = token.clone();

@@ -34,8 +34,121 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     a.ct_eq(b).into()
 }
 
+/// The file, in the data directory, holding the key that seals secrets we must read back
+/// (webhook signing secrets). It is not in the database, so a leaked backup alone does not
+/// reveal them; operators keep it with their backups (README).
+pub const SEAL_KEY_FILE: &str = "secrets.key";
+
+/// Seals and opens secrets with XChaCha20-Poly1305 under the data directory's key. The
+/// associated data (the owning row's id) stops a sealed value from being moved to another row.
+#[derive(Clone)]
+pub struct SecretBox {
+    cipher: std::sync::Arc<chacha20poly1305::XChaCha20Poly1305>,
+}
+
+impl SecretBox {
+    /// Loads `<data_dir>/secrets.key`, creating it (mode 0600) with a random key if absent.
+    pub fn open(data_dir: &std::path::Path) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        use chacha20poly1305::KeyInit;
+        let path = data_dir.join(SEAL_KEY_FILE);
+        let key = match std::fs::read(&path) {
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut k = vec![0u8; 32];
+                rand::rng().fill_bytes(&mut k);
+                write_private(&path, &k).with_context(|| format!("creating {}", path.display()))?;
+                k
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let cipher = chacha20poly1305::XChaCha20Poly1305::new_from_slice(&key)
+            .map_err(|_| anyhow::anyhow!("{} must hold exactly 32 bytes", path.display()))?;
+        Ok(Self {
+            cipher: std::sync::Arc::new(cipher),
+        })
+    }
+
+    /// nonce (24 bytes) || ciphertext.
+    pub fn seal(&self, plain: &str, aad: &str) -> Vec<u8> {
+        use chacha20poly1305::aead::{Aead, Payload};
+        let mut nonce = [0u8; 24];
+        rand::rng().fill_bytes(&mut nonce);
+        let sealed = self
+            .cipher
+            .encrypt(
+                (&nonce).into(),
+                Payload {
+                    msg: plain.as_bytes(),
+                    aad: aad.as_bytes(),
+                },
+            )
+            .expect("sealing in memory does not fail");
+        [nonce.as_slice(), &sealed].concat()
+    }
+
+    /// None when the value was sealed under another key (a database restored without its
+    /// `secrets.key`) or for another row.
+    pub fn open_sealed(&self, sealed: &[u8], aad: &str) -> Option<String> {
+        use chacha20poly1305::aead::{Aead, Payload};
+        if sealed.len() < 24 {
+            return None;
+        }
+        let (nonce, msg) = sealed.split_at(24);
+        let plain = self
+            .cipher
+            .decrypt(
+                nonce.into(),
+                Payload {
+                    msg,
+                    aad: aad.as_bytes(),
+                },
+            )
+            .ok()?;
+        String::from_utf8(plain).ok()
+    }
+}
+
+impl std::fmt::Debug for SecretBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretBox(..)")
+    }
+}
+
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut f = opts.open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sealed_secrets_open_only_with_their_key_and_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = super::SecretBox::open(dir.path()).unwrap();
+        let sealed = a.seal("whsec_abc", "row-1");
+        assert!(!sealed.windows(9).any(|w| w == b"whsec_abc"));
+        assert_eq!(
+            a.open_sealed(&sealed, "row-1").as_deref(),
+            Some("whsec_abc")
+        );
+        assert_eq!(a.open_sealed(&sealed, "row-2"), None);
+        // The same directory gives the same key back; another directory does not.
+        let again = super::SecretBox::open(dir.path()).unwrap();
+        assert_eq!(
+            again.open_sealed(&sealed, "row-1").as_deref(),
+            Some("whsec_abc")
+        );
+        let other = super::SecretBox::open(tempfile::tempdir().unwrap().path()).unwrap();
+        assert_eq!(other.open_sealed(&sealed, "row-1"), None);
+    }
+
     #[test]
     fn tokens_are_prefixed_long_and_distinct() {
         let a = super::new_token("svc_rt_");

@@ -24,6 +24,10 @@ pub struct AppState {
     pub hmac_key: Arc<[u8]>,
     pub limits: Arc<RateLimits>,
     pub hasher: Hasher,
+    /// Seals the secrets that must be read back (webhook signing secrets).
+    pub secret_box: crate::secrets::SecretBox,
+    /// The webhook delivery HTTP client and its limits.
+    pub webhooks: crate::webhooks::delivery::Dispatcher,
     /// The serialized OpenAPI document, set once the router is built.
     pub openapi_json: Arc<OnceLock<Bytes>>,
     /// Held while any part of the server runs, so `restore` cannot swap the file under it.
@@ -53,6 +57,8 @@ impl AppState {
         let hmac_key: Arc<[u8]> = server_key("hmac")?.into();
         let limits = RateLimits::new(&cfg, clock.clone());
         let hasher = Hasher::new(cfg.hash_workers);
+        let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
+        let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
         Ok(Self {
             db,
             cfg: Arc::new(cfg),
@@ -61,6 +67,8 @@ impl AppState {
             hmac_key,
             limits: Arc::new(limits),
             hasher,
+            secret_box,
+            webhooks,
             openapi_json: Arc::new(OnceLock::new()),
             _lock: Arc::new(lock),
         })

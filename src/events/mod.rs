@@ -1,5 +1,6 @@
 //! The event outbox (spec 6.1). Domain code records an event in the same transaction as the
-//! change it describes; the webhooks area delivers what is recorded here.
+//! change it describes; that transaction also enqueues its webhook deliveries, so the change,
+//! the event and its deliveries commit together or not at all.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
@@ -7,11 +8,47 @@ use serde::Serialize;
 
 use crate::http::error::AppError;
 use crate::ids::{EventId, StoreId};
+use crate::jobs::{self, Job};
 use crate::time;
 
-/// Records `name` with its `data` payload. `store_id` is None for platform events
-/// (`user.created`).
+/// The JSON body every delivery of an event carries, fields in the spec's order.
+#[derive(Serialize)]
+struct Envelope<'a, T: Serialize> {
+    event: &'a str,
+    store_id: Option<StoreId>,
+    timestamp: i64,
+    data: &'a T,
+}
+
+/// Records `name` with its `data` payload and enqueues its deliveries: one per active webhook
+/// of the store subscribed to it, or, for a platform event (`store_id` None, such as
+/// `user.created`), one for the operator's platform webhook.
 pub fn record(
+    tx: &Transaction<'_>,
+    store_id: Option<StoreId>,
+    name: &str,
+    data: &impl Serialize,
+    now: DateTime<Utc>,
+) -> Result<EventId, AppError> {
+    let id = record_only(tx, store_id, name, data, now)?;
+    match store_id {
+        Some(store) => {
+            crate::webhooks::store::fan_out(tx, store, id, name, now)?;
+        }
+        None => {
+            let job = Job::WebhookDelivery {
+                event_id: id,
+                webhook_id: None,
+                manual: false,
+            };
+            jobs::enqueue(tx, &job, now)?;
+        }
+    }
+    Ok(id)
+}
+
+/// Records an event without enqueuing anything (`webhook.test` goes to one webhook only).
+pub fn record_only(
     tx: &Transaction<'_>,
     store_id: Option<StoreId>,
     name: &str,
@@ -20,9 +57,24 @@ pub fn record(
 ) -> Result<EventId, AppError> {
     let id = EventId::new();
     let payload = serde_json::to_string(data).map_err(AppError::internal)?;
-    tx.execute(
-        "INSERT INTO events (id, store_id, name, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, store_id, name, payload, time::format(now)],
-    )?;
+    let body = serde_json::to_string(&Envelope {
+        event: name,
+        store_id,
+        timestamp: now.timestamp(),
+        data,
+    })
+    .map_err(AppError::internal)?;
+    tx.prepare_cached(
+        "INSERT INTO events (id, store_id, name, payload, created_at, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        id,
+        store_id,
+        name,
+        payload,
+        time::format(now),
+        body
+    ])?;
     Ok(id)
 }

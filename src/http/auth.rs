@@ -409,6 +409,25 @@ impl FromRequestParts<AppState> for StoreScope {
             .find(|(k, _)| *k == "store_id")
             .and_then(|(_, v)| v.parse().ok())
             .ok_or_else(not_found)?;
+        let trace_id = parts
+            .extensions
+            .get::<super::trace::TraceId>()
+            .map_or_else(String::new, |t| t.0.clone());
+        StoreScope::resolve(st, principal, store_id, trace_id).await
+    }
+}
+
+impl StoreScope {
+    /// The caller's standing in `store_id`: 404 when they cannot see the store, 403 when
+    /// their store token belongs to another. Routes that name a store only indirectly (the
+    /// root `/webhook-events` forms) call this with the store they looked up.
+    pub async fn resolve(
+        st: &AppState,
+        principal: Principal,
+        store_id: crate::ids::StoreId,
+        trace_id: String,
+    ) -> Result<Self, AppError> {
+        let not_found = || AppError::not_found("store");
         let (tenant_id, role, scopes) = match &principal.credential {
             // A store token carries its issuer's role, read with the token: no lookup.
             Credential::StoreToken {
@@ -439,10 +458,6 @@ impl FromRequestParts<AppState> for StoreScope {
         };
         // A token never does more than its user (spec 5 rule 1).
         let permissions = role.permissions().intersect(scopes);
-        let trace_id = parts
-            .extensions
-            .get::<super::trace::TraceId>()
-            .map_or_else(String::new, |t| t.0.clone());
         Ok(StoreScope {
             store_id,
             tenant_id,

@@ -8,6 +8,8 @@
 //! - A failed attempt is retried after the job's backoff until `max_attempts`; then the job
 //!   is `dead`, keeping its last error.
 //! - The scheduler enqueues periodic cleanups rather than running them inline.
+//! - A job belongs to a queue: the generic workers take `default` jobs, the webhook
+//!   dispatcher `webhooks` jobs, each with its own lanes (see `webhooks::delivery`).
 
 pub mod scheduler;
 pub mod worker;
@@ -19,7 +21,7 @@ use rusqlite::{Transaction, params};
 use serde::{Deserialize, Serialize};
 
 use crate::http::error::AppError;
-use crate::ids::JobId;
+use crate::ids::{EventId, JobId, WebhookId};
 use crate::time;
 
 pub use worker::{Outcome, run_once};
@@ -31,18 +33,52 @@ pub use worker::{Outcome, run_once};
 pub enum Job {
     /// Deletes expired idempotency records, sign-in leftovers and old finished jobs.
     Cleanup,
+    /// Sends one event to one webhook (None: the operator's platform webhook). `manual`
+    /// re-sends (retry, recover) get one attempt; the others get the spec's five.
+    WebhookDelivery {
+        event_id: EventId,
+        webhook_id: Option<WebhookId>,
+        #[serde(default)]
+        manual: bool,
+    },
 }
+
+/// The queue of the generic workers; webhook deliveries have their own dispatcher.
+pub const DEFAULT_QUEUE: &str = "default";
+pub const WEBHOOK_QUEUE: &str = "webhooks";
 
 impl Job {
     pub fn kind(&self) -> &'static str {
         match self {
             Job::Cleanup => "cleanup",
+            Job::WebhookDelivery { .. } => "webhook_delivery",
         }
     }
 
     pub fn max_attempts(&self) -> u32 {
         match self {
             Job::Cleanup => 3,
+            Job::WebhookDelivery { manual: true, .. } => 1,
+            Job::WebhookDelivery { .. } => crate::webhooks::MAX_ATTEMPTS,
+        }
+    }
+
+    /// Which workers run it.
+    pub fn queue(&self) -> &'static str {
+        match self {
+            Job::Cleanup => DEFAULT_QUEUE,
+            Job::WebhookDelivery { .. } => WEBHOOK_QUEUE,
+        }
+    }
+
+    /// The receiver a delivery goes to: the dispatcher caps requests in flight per lane.
+    pub fn lane(&self) -> Option<String> {
+        match self {
+            Job::Cleanup => None,
+            Job::WebhookDelivery { webhook_id, .. } => Some(webhook_id.map_or_else(
+                || crate::webhooks::PLATFORM_LANE.to_owned(),
+                |w| w.to_string(),
+            )),
         }
     }
 
@@ -73,9 +109,19 @@ pub fn enqueue_at(
     let payload = serde_json::to_string(job).map_err(AppError::internal)?;
     let now = time::format(now);
     tx.execute(
-        "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, ?6)",
-        params![id, job.kind(), payload, job.max_attempts(), time::format(run_at), now],
+        "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_at, created_at,
+                           updated_at, queue, lane)
+         VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, ?6, ?7, ?8)",
+        params![
+            id,
+            job.kind(),
+            payload,
+            job.max_attempts(),
+            time::format(run_at),
+            now,
+            job.queue(),
+            job.lane()
+        ],
     )?;
     Ok(id)
 }

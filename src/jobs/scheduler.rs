@@ -28,6 +28,10 @@ pub async fn execute(st: AppState, job: Job) -> anyhow::Result<()> {
             tracing::info!(rows, jobs, "cleanup done");
             Ok(())
         }
+        // Claimed only by the webhook dispatcher, never by these workers.
+        Job::WebhookDelivery { .. } => {
+            anyhow::bail!("webhook deliveries run on the webhook dispatcher")
+        }
     }
 }
 
@@ -44,7 +48,13 @@ fn cleanup(
                              OR (state = 'dead' AND updated_at <= ?2)",
         [time::format(now - KEEP_DONE), time::format(now - KEEP_DEAD)],
     )?;
-    Ok((keys, jobs))
+    // Delivery history and the events behind it are kept 30 days (recover reaches 14).
+    let old = time::format(now - KEEP_DEAD);
+    let history = tx.execute(
+        "DELETE FROM webhook_attempts WHERE created_at <= ?1",
+        [&old],
+    )? + tx.execute("DELETE FROM events WHERE created_at <= ?1", [&old])?;
+    Ok((keys + history, jobs))
 }
 
 /// Enqueues a cleanup unless one is already waiting or running.

@@ -29,13 +29,15 @@ pub struct Claimed {
     pub job: Result<Job, String>,
     pub attempts: u32,
     pub max_attempts: u32,
+    pub lane: Option<String>,
 }
 
 /// How long an idle worker waits before looking again when nothing woke it.
 const IDLE_POLL: Duration = Duration::from_secs(1);
 
-/// Claims the next due job, if any: a queued job whose time has come, or a running job
-/// whose lease ran out. A job that has used every attempt is marked dead instead.
+/// Claims the next due job of the default queue, if any: a queued job whose time has come,
+/// or a running job whose lease ran out. A job that has used every attempt is marked dead
+/// instead.
 #[tracing::instrument(skip_all)]
 pub fn claim(
     tx: &Transaction<'_>,
@@ -43,59 +45,131 @@ pub fn claim(
     lease: Duration,
 ) -> Result<Option<Claimed>, AppError> {
     let now_s = time::format(now);
-    let lease_until = time::format(now + chrono::Duration::from_std(lease).unwrap_or_default());
     loop {
-        let next: Option<String> = tx
+        // Default-queue jobs have no lane; saying so lets the index give run_at order.
+        let next: Option<JobId> = tx
             .query_row(
                 "SELECT id FROM (
                     SELECT id, run_at AS due FROM jobs
-                    WHERE state = 'queued' AND run_at <= ?1
+                    WHERE queue = ?2 AND lane IS NULL AND state = 'queued' AND run_at <= ?1
                     ORDER BY run_at LIMIT 1)
                  UNION ALL
                  SELECT id FROM (
                     SELECT id, lease_until AS due FROM jobs
-                    WHERE state = 'running' AND lease_until <= ?1
+                    WHERE queue = ?2 AND state = 'running' AND lease_until <= ?1
                     ORDER BY lease_until LIMIT 1)
                  LIMIT 1",
-                [&now_s],
+                params![now_s, super::DEFAULT_QUEUE],
                 |r| r.get(0),
             )
             .optional()?;
         let Some(id) = next else { return Ok(None) };
-        let claimed = tx.query_row(
-            "UPDATE jobs SET state = 'running', lease_until = ?2, attempts = attempts + 1,
-                             updated_at = ?3
-             WHERE id = ?1
-             RETURNING id, payload, attempts, max_attempts",
-            params![id, lease_until, now_s],
-            |r| {
-                Ok(Claimed {
-                    id: r.get(0)?,
-                    job: serde_json::from_str::<Job>(&r.get::<_, String>(1)?)
-                        .map_err(|e| format!("unknown job payload: {e}")),
-                    attempts: r.get(2)?,
-                    max_attempts: r.get(3)?,
-                })
-            },
-        )?;
-        if claimed.attempts > claimed.max_attempts {
-            // Its last attempt died with the process that held it.
-            tx.execute(
-                "UPDATE jobs SET state = 'dead', lease_until = NULL, updated_at = ?2,
-                        last_error = COALESCE(last_error || '; ', '') || 'lease expired: the worker holding it stopped'
-                 WHERE id = ?1",
-                params![claimed.id, now_s],
-            )?;
-            continue;
+        if let Some(c) = take(tx, id, now, lease)? {
+            return Ok(Some(c));
         }
-        return Ok(Some(claimed));
     }
+}
+
+/// Claims up to `limit` due jobs of one lane of `queue`, oldest first.
+pub fn claim_lane(
+    tx: &Transaction<'_>,
+    queue: &str,
+    lane: &str,
+    now: DateTime<Utc>,
+    lease: Duration,
+    limit: usize,
+) -> Result<Vec<Claimed>, AppError> {
+    let ids: Vec<JobId> = tx
+        .prepare_cached(
+            "SELECT id FROM jobs WHERE queue = ?1 AND lane = ?2 AND state = 'queued' AND run_at <= ?3
+             ORDER BY run_at LIMIT ?4",
+        )?
+        .query_map(
+            params![queue, lane, time::format(now), limit as i64],
+            |r| r.get(0),
+        )?
+        .collect::<Result<_, _>>()?;
+    take_all(tx, ids, now, lease)
+}
+
+/// Claims up to `limit` jobs of `queue` whose lease ran out (their worker died).
+pub fn claim_expired(
+    tx: &Transaction<'_>,
+    queue: &str,
+    now: DateTime<Utc>,
+    lease: Duration,
+    limit: usize,
+) -> Result<Vec<Claimed>, AppError> {
+    let ids: Vec<JobId> = tx
+        .prepare_cached(
+            "SELECT id FROM jobs WHERE queue = ?1 AND state = 'running' AND lease_until <= ?2
+             ORDER BY lease_until LIMIT ?3",
+        )?
+        .query_map(params![queue, time::format(now), limit as i64], |r| {
+            r.get(0)
+        })?
+        .collect::<Result<_, _>>()?;
+    take_all(tx, ids, now, lease)
+}
+
+fn take_all(
+    tx: &Transaction<'_>,
+    ids: Vec<JobId>,
+    now: DateTime<Utc>,
+    lease: Duration,
+) -> Result<Vec<Claimed>, AppError> {
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        out.extend(take(tx, id, now, lease)?);
+    }
+    Ok(out)
+}
+
+/// Leases one job to the caller, counting an attempt; None when it had used every attempt
+/// already (it is marked dead instead).
+fn take(
+    tx: &Transaction<'_>,
+    id: JobId,
+    now: DateTime<Utc>,
+    lease: Duration,
+) -> Result<Option<Claimed>, AppError> {
+    let now_s = time::format(now);
+    let lease_until = time::format(now + chrono::Duration::from_std(lease).unwrap_or_default());
+    let claimed = tx.query_row(
+        "UPDATE jobs SET state = 'running', lease_until = ?2, attempts = attempts + 1,
+                         updated_at = ?3
+         WHERE id = ?1
+         RETURNING id, payload, attempts, max_attempts, lane",
+        params![id, lease_until, now_s],
+        |r| {
+            Ok(Claimed {
+                id: r.get(0)?,
+                job: serde_json::from_str::<Job>(&r.get::<_, String>(1)?)
+                    .map_err(|e| format!("unknown job payload: {e}")),
+                attempts: r.get(2)?,
+                max_attempts: r.get(3)?,
+                lane: r.get(4)?,
+            })
+        },
+    )?;
+    if claimed.attempts > claimed.max_attempts {
+        // Its last attempt died with the process that held it.
+        tx.execute(
+            "UPDATE jobs SET state = 'dead', lease_until = NULL, updated_at = ?2,
+                    last_error = COALESCE(last_error || '; ', '') || 'lease expired: the worker holding it stopped'
+             WHERE id = ?1",
+            params![claimed.id, now_s],
+        )?;
+        return Ok(None);
+    }
+    Ok(Some(claimed))
 }
 
 // Every statement that settles a job names the claim it belongs to (`attempts` is bumped by
 // each claim), so a worker whose lease was taken over can no longer touch the job.
 
-fn complete(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
+/// Marks a claimed job done; false when the claim was lost.
+pub fn complete(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
     let n = tx.execute(
         "UPDATE jobs SET state = 'done', lease_until = NULL, last_error = NULL, updated_at = ?3
          WHERE id = ?1 AND attempts = ?2 AND state = 'running'",
@@ -125,14 +199,25 @@ fn fail(
     error: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
-    let retry = c.attempts < c.max_attempts;
-    let (state, run_at) = match (&c.job, retry) {
-        (Ok(job), true) => {
-            let delay = chrono::Duration::from_std(job.backoff(c.attempts)).unwrap_or_default();
-            ("queued", now + delay)
+    let retry_at = match &c.job {
+        Ok(job) if c.attempts < c.max_attempts => {
+            Some(now + chrono::Duration::from_std(job.backoff(c.attempts)).unwrap_or_default())
         }
-        _ => ("dead", now),
+        _ => None,
     };
+    fail_at(tx, c, error, now, retry_at)
+}
+
+/// Records a failed attempt: queued again at `retry_at`, or dead when None. False when the
+/// claim was lost.
+pub fn fail_at(
+    tx: &Transaction<'_>,
+    c: &Claimed,
+    error: &str,
+    now: DateTime<Utc>,
+    retry_at: Option<DateTime<Utc>>,
+) -> Result<bool, AppError> {
+    let (state, run_at) = retry_at.map_or(("dead", now), |at| ("queued", at));
     let n = tx.execute(
         "UPDATE jobs SET state = ?3, run_at = ?4, lease_until = NULL, last_error = ?5,
                          updated_at = ?6

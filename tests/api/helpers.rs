@@ -81,6 +81,9 @@ pub fn test_config(data_dir: &std::path::Path) -> Config {
     let mut cfg = Config::new(data_dir.to_path_buf());
     cfg.workers = 1;
     cfg.shutdown_grace = Duration::from_secs(5);
+    // Webhook receivers in tests listen on loopback; the SSRF test turns the guard back on.
+    cfg.allow_private_webhook_targets = true;
+    cfg.webhook_poll = Duration::from_millis(50);
     cfg
 }
 
@@ -95,9 +98,18 @@ pub async fn spawn_app() -> TestApp {
 /// Starts the server after `tune` adjusts the configuration.
 pub async fn spawn_app_with(tune: impl FnOnce(&mut Config)) -> TestApp {
     let data_dir = tempfile::tempdir().expect("temp dir");
+    spawn_app_at(data_dir, start_time(), tune).await
+}
+
+/// Starts the server on an existing data directory (a restart), its clock at `now`.
+pub async fn spawn_app_at(
+    data_dir: TempDir,
+    now: chrono::DateTime<Utc>,
+    tune: impl FnOnce(&mut Config),
+) -> TestApp {
     let mut cfg = test_config(data_dir.path());
     tune(&mut cfg);
-    let clock = ManualClock::new(start_time());
+    let clock = ManualClock::new(now);
     let shared = clock.clone();
     let state = tokio::task::spawn_blocking(move || AppState::open(cfg, shared))
         .await
@@ -312,6 +324,30 @@ fn probe_routes(calls: Arc<AtomicUsize>) -> Router<AppState> {
             get(|Path(id): Path<uuid::Uuid>| async move { id.to_string() }),
         )
         .route("/v1/test/tenants", get(list_tenants))
+        .route("/v1/test/emit", post(emit))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EmitIn {
+    pub store_id: Option<merchant_admin::ids::StoreId>,
+    pub event: String,
+    pub data: Value,
+}
+
+/// Records an event through the real outbox, as domain code will (orders, products...), so
+/// webhook fan-out is tested before those areas exist.
+async fn emit(
+    State(st): State<AppState>,
+    Json(input): Json<EmitIn>,
+) -> Result<Json<Value>, AppError> {
+    let now = merchant_admin::clock::Clock::now(&*st.clock);
+    let id = st
+        .db
+        .write(move |tx| {
+            merchant_admin::events::record(tx, input.store_id, &input.event, &input.data, now)
+        })
+        .await?;
+    Ok(Json(serde_json::json!({ "event_id": id })))
 }
 
 async fn boom() -> StatusCode {

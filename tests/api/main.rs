@@ -17,3 +17,4 @@ mod rate_limit;
 mod storage;
 mod tenants;
 mod two_factor;
+mod webhooks;

@@ -99,7 +99,6 @@ fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
 }
 
 /// Polls `check` until it returns true (bounded; this waits, it does not time anything).
-#[cfg(feature = "failpoints")]
 pub fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
     while !check() {
@@ -234,4 +233,78 @@ async fn no_proxy_get(url: String) -> reqwest::Result<reqwest::Response> {
         .get(url)
         .send()
         .await
+}
+
+/// Pending webhook retries are rows, not timers: a server killed with SIGKILL between two
+/// attempts sends the next one after it is started again, with the same event and bytes.
+/// The real binary and its flags: the platform webhook receives `user.created`.
+#[tokio::test]
+async fn a_pending_webhook_retry_survives_kill_9() {
+    use crate::webhooks::{Receiver, assert_signed};
+    let rx = Receiver::start().await;
+    rx.answer(&[500]);
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--platform-webhook-url",
+        rx.url.as_str(),
+        "--webhook-retry-base-secs",
+        "3",
+    ];
+    let env = [(
+        "MERCHANT_ADMIN_PLATFORM_WEBHOOK_SECRET",
+        "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
+    )];
+    let mut first = start(dir.path(), &args, &env);
+    let r = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("http://{}/v1/auth/register", first.addr))
+        .json(&serde_json::json!({"email": "a@example.com", "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    rx.wait_for(1).await;
+    // Wait until the failed attempt and its retry are recorded, then kill.
+    let db = merchant_admin::db::db_path(dir.path());
+    let pending = move || -> i64 {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row(
+                "SELECT COUNT(*) FROM webhook_attempts WHERE status = 'pending'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let p = pending.clone();
+    tokio::task::spawn_blocking(move || {
+        wait_for(
+            "the first attempt to be recorded",
+            Duration::from_secs(20),
+            || p() == 1,
+        );
+    })
+    .await
+    .unwrap();
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert_eq!(rx.hits().len(), 1, "the retry is not due yet");
+
+    let mut second = start(dir.path(), &args, &env);
+    let hits = rx.wait_for(2).await;
+    assert_eq!(hits[1].body, hits[0].body);
+    assert_eq!(
+        hits[1].header("x-webhook-event-id"),
+        hits[0].header("x-webhook-event-id")
+    );
+    assert_signed(
+        &hits[1],
+        "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
+        "user.created",
+    );
+    assert_eq!(hits[1].json()["data"]["email"], "a@example.com");
+    assert_eq!(second.sigterm().code(), Some(0));
+    rx.expect_no_more_than(2).await;
 }

@@ -314,6 +314,21 @@ async fn the_authorization_table_for_store_routes() {
     // Scopes the caller holds; a token cannot grant more than it has itself.
     let new_token = json!({"name": "t", "scopes": ["api_tokens.write"]});
     let all_roles: &'static [&'static str] = &["owner", "admin", "staff", "viewer"];
+    // A webhook to a closed local port: test deliveries fail fast, without the network.
+    let hook = app
+        .call(
+            post(),
+            &format!("{p}/webhooks"),
+            &owner,
+            Some(json!({"url": "http://127.0.0.1:9/h"})),
+        )
+        .await;
+    hook.expect(201);
+    let hook_path = format!("{p}/webhooks/{}", hook.body["id"].as_str().unwrap());
+    let root_events = format!(
+        "/v1/webhook-events?webhook_id={}",
+        hook.body["id"].as_str().unwrap()
+    );
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -367,6 +382,76 @@ async fn the_authorization_table_for_store_routes() {
             Some(json!({"email": "new@example.com", "role": "viewer"})),
             Some("members.write"),
             &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{p}/webhooks"),
+            None,
+            Some("webhooks.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/webhooks"),
+            Some(json!({"url": "http://127.0.0.1:9/h", "events": ["orders.paid"]})),
+            Some("webhooks.write"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            hook_path.clone(),
+            None,
+            Some("webhooks.read"),
+            all_roles,
+        ),
+        (
+            reqwest::Method::PUT,
+            hook_path.clone(),
+            Some(json!({"is_active": true})),
+            Some("webhooks.edit"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{hook_path}/deliveries"),
+            None,
+            Some("webhooks.read"),
+            all_roles,
+        ),
+        (
+            get(),
+            format!("{hook_path}/events"),
+            None,
+            Some("webhooks.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{hook_path}/events"),
+            Some(json!({"events": ["orders.paid"]})),
+            Some("webhooks.write"),
+            &["owner", "admin"],
+        ),
+        (
+            post(),
+            format!("{hook_path}/test"),
+            None,
+            Some("webhooks.write"),
+            &["owner", "admin"],
+        ),
+        (
+            post(),
+            format!("{hook_path}/recover"),
+            Some(json!({"since": "2026-11-02T00:00:00Z"})),
+            Some("webhooks.write"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            root_events.clone(),
+            None,
+            Some("webhooks.read"),
+            all_roles,
         ),
     ];
     for (method, path, body, needs, allowed) in &table {

@@ -1,0 +1,133 @@
+//! Webhook DTOs (spec 2.7; the delivery fields are issue 5's).
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::ids::{AttemptId, EventId, StoreId, WebhookId};
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookIn {
+    /// Absolute http or https URL that receives the POSTs.
+    pub url: String,
+    /// Signing secret, 16 to 255 printable characters; generated (`whsec_` + base64 of 32
+    /// random bytes) when omitted.
+    pub secret: Option<String>,
+    /// Default true.
+    pub is_active: Option<bool>,
+    /// Event names to subscribe to (see the catalog); default none.
+    pub events: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookUpdate {
+    pub url: Option<String>,
+    pub secret: Option<String>,
+    pub is_active: Option<bool>,
+}
+
+/// A webhook. `secret` is shown to callers holding `webhooks.edit` (and always in the create
+/// response).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookOut {
+    pub id: WebhookId,
+    pub store_id: StoreId,
+    pub url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    pub is_active: bool,
+    /// Subscribed event names, sorted.
+    pub events: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WebhookFilter {
+    /// Only webhooks subscribed to this event.
+    pub event: Option<String>,
+}
+
+/// One delivery attempt. `status`: `succeeded` (a 2xx within the timeout), `pending` (this
+/// attempt failed and another is scheduled at `next_attempt_at`) or `failed` (no attempt
+/// follows automatically).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptOut {
+    pub id: AttemptId,
+    pub webhook_id: WebhookId,
+    pub event_id: EventId,
+    pub event: String,
+    pub attempt: u32,
+    pub status: String,
+    pub response_status: Option<u16>,
+    /// The first 4 KiB of the response body.
+    pub response_body: Option<String>,
+    pub duration_ms: u64,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub next_attempt_at: Option<String>,
+}
+
+/// One subscription of a webhook.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SubscriptionOut {
+    pub webhook_id: WebhookId,
+    pub event: String,
+    pub description: Option<&'static str>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventsIn {
+    pub events: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RootEventsIn {
+    pub webhook_id: WebhookId,
+    pub events: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RootWebhookQuery {
+    pub webhook_id: WebhookId,
+}
+
+#[derive(Debug, Deserialize, IntoParams, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RootUnsubscribe {
+    pub webhook_id: WebhookId,
+    pub event: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CatalogEntry {
+    pub event: &'static str,
+    pub description: &'static str,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverIn {
+    /// Re-send every failed delivery whose last attempt is at or after this time (RFC 3339,
+    /// at most 14 days ago).
+    pub since: String,
+}
+
+/// What a re-send queued.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Queued {
+    /// Deliveries queued.
+    pub enqueued: u64,
+    /// The event sent (test) or re-sent (retry); absent for recover.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<EventId>,
+}

@@ -1,0 +1,391 @@
+//! SQL of webhooks, their subscriptions and delivery attempts; every query is scoped by store
+//! (attempts through their webhook).
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::model::{AttemptOut, SubscriptionOut};
+use crate::http::error::AppError;
+use crate::http::page::Position;
+use crate::ids::{EventId, StoreId, WebhookId};
+use crate::jobs::{self, Job};
+use crate::time;
+
+/// A webhook as stored; the secret still sealed.
+#[derive(Debug, Clone)]
+pub struct WebhookRow {
+    pub id: WebhookId,
+    pub store_id: StoreId,
+    pub url: String,
+    pub sealed_secret: Vec<u8>,
+    pub is_active: bool,
+    pub created_at: String,
+    pub updated_at: String,
+    pub events: Vec<String>,
+}
+
+const COLUMNS: &str = "id, store_id, url, secret, is_active, created_at, updated_at";
+
+fn row(r: &Row<'_>) -> rusqlite::Result<WebhookRow> {
+    Ok(WebhookRow {
+        id: r.get(0)?,
+        store_id: r.get(1)?,
+        url: r.get(2)?,
+        sealed_secret: r.get(3)?,
+        is_active: r.get(4)?,
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+        events: Vec::new(),
+    })
+}
+
+fn with_events(c: &Connection, mut w: WebhookRow) -> Result<WebhookRow, AppError> {
+    w.events = c
+        .prepare_cached(
+            "SELECT event FROM webhook_subscriptions WHERE webhook_id = ?1 ORDER BY event",
+        )?
+        .query_map([w.id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(w)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn insert(
+    tx: &Transaction<'_>,
+    id: WebhookId,
+    store: StoreId,
+    url: &str,
+    sealed_secret: &[u8],
+    is_active: bool,
+    events: &[String],
+    now: DateTime<Utc>,
+) -> Result<WebhookRow, AppError> {
+    let now_s = time::format(now);
+    tx.execute(
+        "INSERT INTO webhooks (id, store_id, url, secret, is_active, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        params![id, store, url, sealed_secret, is_active, now_s],
+    )?;
+    subscribe(tx, store, id, events, now)?;
+    get(tx, store, id)?.ok_or_else(|| AppError::internal(anyhow::anyhow!("webhook vanished")))
+}
+
+pub fn get(c: &Connection, store: StoreId, id: WebhookId) -> Result<Option<WebhookRow>, AppError> {
+    let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE store_id = ?1 AND id = ?2");
+    let found = c.query_row(&sql, params![store, id], row).optional()?;
+    found.map(|w| with_events(c, w)).transpose()
+}
+
+/// The store a webhook belongs to (the root `/webhook-events` forms name only the webhook).
+pub fn store_of(c: &Connection, id: WebhookId) -> Result<Option<StoreId>, AppError> {
+    Ok(
+        c.query_row("SELECT store_id FROM webhooks WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?,
+    )
+}
+
+/// The store's webhooks, newest first, optionally only those subscribed to `event`.
+pub fn list(
+    c: &Connection,
+    store: StoreId,
+    event: Option<&str>,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<WebhookRow>, AppError> {
+    let (at, id) = after
+        .cloned()
+        .unwrap_or_else(|| ("9999".into(), String::new()));
+    let sql = format!(
+        "SELECT {COLUMNS} FROM webhooks w
+         WHERE store_id = ?1 AND (created_at, id) < (?2, ?3)
+           AND (?4 IS NULL OR EXISTS (SELECT 1 FROM webhook_subscriptions s
+                                      WHERE s.webhook_id = w.id AND s.event = ?4))
+         ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6"
+    );
+    let rows: Vec<WebhookRow> = c
+        .prepare_cached(&sql)?
+        .query_map(params![store, at, id, event, limit, offset], row)?
+        .collect::<Result<_, _>>()?;
+    rows.into_iter().map(|w| with_events(c, w)).collect()
+}
+
+pub fn count(c: &Connection, store: StoreId, event: Option<&str>) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) FROM webhooks w WHERE store_id = ?1
+           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM webhook_subscriptions s
+                                      WHERE s.webhook_id = w.id AND s.event = ?2))",
+        params![store, event],
+        |r| r.get(0),
+    )?)
+}
+
+/// Applies the given changes; false when the store has no such webhook.
+pub fn update(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: WebhookId,
+    url: Option<&str>,
+    sealed_secret: Option<&[u8]>,
+    is_active: Option<bool>,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    Ok(tx.execute(
+        "UPDATE webhooks SET url = COALESCE(?3, url), secret = COALESCE(?4, secret),
+                             is_active = COALESCE(?5, is_active), updated_at = ?6
+         WHERE store_id = ?1 AND id = ?2",
+        params![store, id, url, sealed_secret, is_active, time::format(now)],
+    )? == 1)
+}
+
+pub fn delete(tx: &Transaction<'_>, store: StoreId, id: WebhookId) -> Result<bool, AppError> {
+    Ok(tx.execute(
+        "DELETE FROM webhooks WHERE store_id = ?1 AND id = ?2",
+        params![store, id],
+    )? == 1)
+}
+
+/// Adds subscriptions (already subscribed ones are kept as they are).
+pub fn subscribe(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: WebhookId,
+    events: &[String],
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO webhook_subscriptions (webhook_id, store_id, event, created_at)
+         VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+    )?;
+    let now_s = time::format(now);
+    for e in events {
+        stmt.execute(params![id, store, e, now_s])?;
+    }
+    Ok(())
+}
+
+/// Removes one subscription; false when the webhook was not subscribed to it.
+pub fn unsubscribe(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: WebhookId,
+    event: &str,
+) -> Result<bool, AppError> {
+    Ok(tx.execute(
+        "DELETE FROM webhook_subscriptions WHERE webhook_id = ?1 AND store_id = ?2 AND event = ?3",
+        params![id, store, event],
+    )? == 1)
+}
+
+/// A webhook's subscriptions, by event name.
+pub fn subscriptions(
+    c: &Connection,
+    id: WebhookId,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<SubscriptionOut>, AppError> {
+    let from = after.map_or("", |(e, _)| e.as_str());
+    c.prepare_cached(
+        "SELECT webhook_id, event, created_at FROM webhook_subscriptions
+         WHERE webhook_id = ?1 AND event > ?2 ORDER BY event LIMIT ?3 OFFSET ?4",
+    )?
+    .query_map(params![id, from, limit, offset], |r| {
+        let event: String = r.get(1)?;
+        Ok(SubscriptionOut {
+            webhook_id: r.get(0)?,
+            description: super::catalog::description(&event),
+            event,
+            created_at: r.get(2)?,
+        })
+    })?
+    .collect::<Result<_, _>>()
+    .map_err(Into::into)
+}
+
+pub fn count_subscriptions(c: &Connection, id: WebhookId) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) FROM webhook_subscriptions WHERE webhook_id = ?1",
+        [id],
+        |r| r.get(0),
+    )?)
+}
+
+const ATTEMPT_COLUMNS: &str = "a.id, a.webhook_id, a.event_id, e.name, a.attempt, a.status,
+     a.response_status, a.response_body, a.duration_ms, a.error, a.created_at, a.next_attempt_at";
+
+fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptOut> {
+    Ok(AttemptOut {
+        id: r.get(0)?,
+        webhook_id: r.get(1)?,
+        event_id: r.get(2)?,
+        event: r.get(3)?,
+        attempt: r.get(4)?,
+        status: r.get(5)?,
+        response_status: r.get(6)?,
+        response_body: r.get(7)?,
+        duration_ms: r.get::<_, i64>(8)?.try_into().unwrap_or_default(),
+        error: r.get(9)?,
+        created_at: r.get(10)?,
+        next_attempt_at: r.get(11)?,
+    })
+}
+
+/// A webhook's delivery attempts, newest first (the caller has checked the store).
+pub fn attempts(
+    c: &Connection,
+    id: WebhookId,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<AttemptOut>, AppError> {
+    let (at, aid) = after
+        .cloned()
+        .unwrap_or_else(|| ("9999".into(), String::new()));
+    let sql = format!(
+        "SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts a JOIN events e ON e.id = a.event_id
+         WHERE a.webhook_id = ?1 AND (a.created_at, a.id) < (?2, ?3)
+         ORDER BY a.created_at DESC, a.id DESC LIMIT ?4 OFFSET ?5"
+    );
+    c.prepare_cached(&sql)?
+        .query_map(params![id, at, aid, limit, offset], attempt_row)?
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
+}
+
+pub fn count_attempts(c: &Connection, id: WebhookId) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) FROM webhook_attempts WHERE webhook_id = ?1",
+        [id],
+        |r| r.get(0),
+    )?)
+}
+
+/// Whether a delivery of `event` to the webhook is queued or running.
+fn in_queue(c: &Connection, id: WebhookId, event: EventId) -> Result<bool, AppError> {
+    Ok(c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND lane = ?2 AND state = 'queued'
+                          AND json_extract(payload, '$.data.event_id') = ?3)
+             OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND state = 'running' AND lane = ?2
+                          AND json_extract(payload, '$.data.event_id') = ?3)",
+        params![jobs::WEBHOOK_QUEUE, id.to_string(), event],
+        |r| r.get(0),
+    )?)
+}
+
+/// The status of a delivery: its newest attempt's.
+fn last_status(c: &Connection, id: WebhookId, event: EventId) -> Result<Option<String>, AppError> {
+    Ok(c.query_row(
+        "SELECT status FROM webhook_attempts WHERE webhook_id = ?1 AND event_id = ?2
+             ORDER BY attempt DESC LIMIT 1",
+        params![id, event],
+        |r| r.get(0),
+    )
+    .optional()?)
+}
+
+/// Why a delivery cannot be re-sent now.
+pub enum ResendRefused {
+    NotFound,
+    NotFailed(String),
+}
+
+/// Queues one more attempt of the delivery the attempt `attempt_id` belongs to, if that
+/// delivery has failed and nothing of it is queued.
+pub fn resend(
+    tx: &Transaction<'_>,
+    id: WebhookId,
+    attempt_id: crate::ids::AttemptId,
+    now: DateTime<Utc>,
+) -> Result<Result<EventId, ResendRefused>, AppError> {
+    let event: Option<EventId> = tx
+        .query_row(
+            "SELECT event_id FROM webhook_attempts WHERE id = ?1 AND webhook_id = ?2",
+            params![attempt_id, id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(event) = event else {
+        return Ok(Err(ResendRefused::NotFound));
+    };
+    let status = last_status(tx, id, event)?.unwrap_or_default();
+    if status != "failed" || in_queue(tx, id, event)? {
+        let why = if status == "succeeded" {
+            "succeeded"
+        } else {
+            "is still being attempted"
+        };
+        return Ok(Err(ResendRefused::NotFailed(why.into())));
+    }
+    enqueue_manual(tx, id, event, now)?;
+    Ok(Ok(event))
+}
+
+/// Queues one more attempt of every delivery to the webhook whose newest attempt failed at
+/// or after `since`; returns how many.
+pub fn recover(
+    tx: &Transaction<'_>,
+    id: WebhookId,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<u64, AppError> {
+    let failed: Vec<EventId> = tx
+        .prepare(
+            "SELECT a.event_id FROM webhook_attempts a
+             WHERE a.webhook_id = ?1 AND a.created_at >= ?2 AND a.status = 'failed'
+               AND a.attempt = (SELECT MAX(b.attempt) FROM webhook_attempts b
+                                WHERE b.webhook_id = a.webhook_id AND b.event_id = a.event_id)",
+        )?
+        .query_map(params![id, time::format(since)], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut n = 0;
+    for event in failed {
+        if !in_queue(tx, id, event)? {
+            enqueue_manual(tx, id, event, now)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn enqueue_manual(
+    tx: &Transaction<'_>,
+    id: WebhookId,
+    event: EventId,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let job = Job::WebhookDelivery {
+        event_id: event,
+        webhook_id: Some(id),
+        manual: true,
+    };
+    jobs::enqueue(tx, &job, now).map(|_| ())
+}
+
+/// Enqueues one delivery of a just-recorded store event per active webhook subscribed to it.
+pub fn fan_out(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    event_id: EventId,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<usize, AppError> {
+    let targets: Vec<WebhookId> = tx
+        .prepare_cached(
+            "SELECT s.webhook_id FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
+             WHERE s.store_id = ?1 AND s.event = ?2 AND w.is_active",
+        )?
+        .query_map(params![store, name], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for w in &targets {
+        let job = Job::WebhookDelivery {
+            event_id,
+            webhook_id: Some(*w),
+            manual: false,
+        };
+        jobs::enqueue(tx, &job, now)?;
+    }
+    Ok(targets.len())
+}
