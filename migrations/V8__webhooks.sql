@@ -42,6 +42,7 @@ CREATE TABLE webhook_attempts (
     id              TEXT PRIMARY KEY,
     webhook_id      TEXT REFERENCES webhooks (id) ON DELETE CASCADE,
     event_id        TEXT NOT NULL,
+    event           TEXT NOT NULL,   -- the event's name, kept with the attempt
     attempt         INTEGER NOT NULL,
     status          TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
     response_status INTEGER,

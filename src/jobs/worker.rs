@@ -64,7 +64,7 @@ pub fn claim(
             )
             .optional()?;
         let Some(id) = next else { return Ok(None) };
-        if let Some(c) = take(tx, id, now, lease)? {
+        if let Taken::Claimed(c) = take(tx, id, now, lease)? {
             return Ok(Some(c));
         }
     }
@@ -89,17 +89,18 @@ pub fn claim_lane(
             |r| r.get(0),
         )?
         .collect::<Result<_, _>>()?;
-    take_all(tx, ids, now, lease)
+    Ok(take_all(tx, ids, now, lease)?.0)
 }
 
-/// Claims up to `limit` jobs of `queue` whose lease ran out (their worker died).
+/// Claims up to `limit` jobs of `queue` whose lease ran out (their worker died mid-attempt).
+/// Returns those claimed again and those that had used their last attempt and are now dead.
 pub fn claim_expired(
     tx: &Transaction<'_>,
     queue: &str,
     now: DateTime<Utc>,
     lease: Duration,
     limit: usize,
-) -> Result<Vec<Claimed>, AppError> {
+) -> Result<(Vec<Claimed>, Vec<Claimed>), AppError> {
     let ids: Vec<JobId> = tx
         .prepare_cached(
             "SELECT id FROM jobs WHERE queue = ?1 AND state = 'running' AND lease_until <= ?2
@@ -117,22 +118,31 @@ fn take_all(
     ids: Vec<JobId>,
     now: DateTime<Utc>,
     lease: Duration,
-) -> Result<Vec<Claimed>, AppError> {
-    let mut out = Vec::with_capacity(ids.len());
+) -> Result<(Vec<Claimed>, Vec<Claimed>), AppError> {
+    let (mut claimed, mut dead) = (Vec::with_capacity(ids.len()), Vec::new());
     for id in ids {
-        out.extend(take(tx, id, now, lease)?);
+        match take(tx, id, now, lease)? {
+            Taken::Claimed(c) => claimed.push(c),
+            Taken::Dead(c) => dead.push(c),
+        }
     }
-    Ok(out)
+    Ok((claimed, dead))
 }
 
-/// Leases one job to the caller, counting an attempt; None when it had used every attempt
-/// already (it is marked dead instead).
+enum Taken {
+    Claimed(Claimed),
+    /// It had used every attempt already (its last one died with its worker): now dead.
+    Dead(Claimed),
+}
+
+/// Leases one job to the caller, counting an attempt, or marks it dead when it had used
+/// every attempt already.
 fn take(
     tx: &Transaction<'_>,
     id: JobId,
     now: DateTime<Utc>,
     lease: Duration,
-) -> Result<Option<Claimed>, AppError> {
+) -> Result<Taken, AppError> {
     let now_s = time::format(now);
     let lease_until = time::format(now + chrono::Duration::from_std(lease).unwrap_or_default());
     let claimed = tx.query_row(
@@ -160,9 +170,22 @@ fn take(
              WHERE id = ?1",
             params![claimed.id, now_s],
         )?;
-        return Ok(None);
+        return Ok(Taken::Dead(claimed));
     }
-    Ok(Some(claimed))
+    Ok(Taken::Claimed(claimed))
+}
+
+/// Whether the default queue has a job to claim now: a cheap read before the write
+/// transaction, because every commit that enqueues a webhook delivery wakes these workers.
+fn default_due(c: &rusqlite::Connection, now: DateTime<Utc>) -> Result<bool, AppError> {
+    Ok(c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = ?2 AND lane IS NULL
+                          AND state = 'queued' AND run_at <= ?1)
+             OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?2 AND state = 'running'
+                          AND lease_until <= ?1)",
+        params![time::format(now), super::DEFAULT_QUEUE],
+        |r| r.get(0),
+    )?)
 }
 
 // Every statement that settles a job names the claim it belongs to (`attempts` is bumped by
@@ -263,6 +286,9 @@ where
     Fut: Future<Output = anyhow::Result<()>>,
 {
     let (now, lease) = (st.clock.now(), st.cfg.job_lease);
+    if !st.db.read(move |c| default_due(c, now)).await? {
+        return Ok(Outcome::Empty);
+    }
     let Some(claimed) = st.db.write(move |tx| claim(tx, now, lease)).await? else {
         return Ok(Outcome::Empty);
     };

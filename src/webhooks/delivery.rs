@@ -173,7 +173,29 @@ async fn claim_round(st: &AppState) -> Result<(Vec<Claimed>, Option<DateTime<Utc
     let (claimed, next_due, lanes) = st
         .db
         .write(move |tx| {
-            let mut claimed = worker::claim_expired(tx, WEBHOOK_QUEUE, now, lease, free)?;
+            // Attempts whose dispatcher died mid-request (kill -9): recorded as interrupted,
+            // then tried again, or failed if that was the last one.
+            let (mut claimed, dead) = worker::claim_expired(tx, WEBHOOK_QUEUE, now, lease, free)?;
+            for c in claimed.iter().chain(&dead) {
+                if let Ok(Job::WebhookDelivery {
+                    event_id,
+                    webhook_id,
+                    ..
+                }) = &c.job
+                {
+                    let last = dead.iter().any(|d| d.id == c.id);
+                    let outcome = Outcome {
+                        error: Some("interrupted: the server stopped during this attempt".into()),
+                        ..Outcome::default()
+                    };
+                    let (status, next) = if last {
+                        ("failed", None)
+                    } else {
+                        ("pending", Some(now))
+                    };
+                    record_attempt(tx, *webhook_id, *event_id, status, &outcome, now, next)?;
+                }
+            }
             let mut lanes = queued_lanes(tx)?;
             let n = lanes.len().max(1);
             lanes.rotate_left(turn % n);
@@ -342,13 +364,27 @@ impl Outcome {
     }
 }
 
+/// Gives the slot back however the delivery ends, a panic included.
+struct Slot {
+    d: Dispatcher,
+    lane: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.d.finished(&self.lane);
+    }
+}
+
 /// Runs one claimed delivery: sends it, then records the attempt and settles the job.
 async fn deliver(st: AppState, c: Claimed) {
-    let lane = c.lane.clone().unwrap_or_default();
+    let _slot = Slot {
+        d: st.webhooks.clone(),
+        lane: c.lane.clone().unwrap_or_default(),
+    };
     if let Err(e) = attempt(&st, c).await {
         tracing::error!(error = ?e, "webhook delivery could not be recorded");
     }
-    st.webhooks.finished(&lane);
 }
 
 async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
@@ -371,6 +407,7 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
         .read(move |conn| load(conn, &s2, event_id, webhook_id))
         .await?;
     let sent_at = st.clock.now();
+    let refused = matches!(target, Target::Refuse(_));
     let outcome = match (&event, target) {
         (None, _) | (_, Target::Nothing) => {
             st.db
@@ -406,7 +443,7 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
         }
     };
     let now = st.clock.now();
-    let retry_at = (!outcome.succeeded() && c.attempts < c.max_attempts)
+    let retry_at = (!outcome.succeeded() && !refused && c.attempts < c.max_attempts)
         .then(|| now + backoff(st.cfg.webhook_retry_base, c.attempts));
     if outcome.succeeded() {
         tracing::debug!(%event_id, status = outcome.status, "webhook delivered");
@@ -452,11 +489,25 @@ fn settle(
         (false, Some(_)) => "pending",
         (false, None) => "failed",
     };
-    // The webhook may have been deleted while the request was out: then nothing is kept.
+    record_attempt(tx, webhook_id, event_id, status, o, now, retry_at)
+}
+
+/// Writes one attempt row, numbered after the delivery's earlier ones. The webhook may have
+/// been deleted while the request was out: then nothing is kept.
+fn record_attempt(
+    tx: &Transaction<'_>,
+    webhook_id: Option<WebhookId>,
+    event_id: EventId,
+    status: &str,
+    o: &Outcome,
+    now: DateTime<Utc>,
+    next_attempt_at: Option<DateTime<Utc>>,
+) -> Result<(), AppError> {
     tx.prepare_cached(
-        "INSERT INTO webhook_attempts (id, webhook_id, event_id, attempt, status, response_status,
-                                       response_body, duration_ms, error, created_at, next_attempt_at)
-         SELECT ?1, ?2, ?3,
+        "INSERT INTO webhook_attempts (id, webhook_id, event_id, event, attempt, status,
+                                       response_status, response_body, duration_ms, error,
+                                       created_at, next_attempt_at)
+         SELECT ?1, ?2, ?3, COALESCE((SELECT name FROM events WHERE id = ?3), ''),
                 (SELECT COALESCE(MAX(attempt), 0) + 1 FROM webhook_attempts
                  WHERE webhook_id IS ?2 AND event_id = ?3),
                 ?4, ?5, ?6, ?7, ?8, ?9, ?10
@@ -472,7 +523,7 @@ fn settle(
         i64::try_from(o.duration_ms).unwrap_or(i64::MAX),
         o.error,
         time::format(now),
-        retry_at.map(time::format),
+        next_attempt_at.map(time::format),
     ])?;
     Ok(())
 }

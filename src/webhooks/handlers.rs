@@ -505,6 +505,8 @@ async fn do_subscribe(
     let row = st
         .db
         .write(move |tx| {
+            // Checked again here: it may have been deleted since.
+            store::get(tx, store, id)?.ok_or_else(not_found)?;
             store::subscribe(tx, store, id, &events, now)?;
             tx.execute(
                 "UPDATE webhooks SET updated_at = ?2 WHERE id = ?1",

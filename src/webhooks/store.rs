@@ -213,7 +213,7 @@ pub fn count_subscriptions(c: &Connection, id: WebhookId) -> Result<i64, AppErro
     )?)
 }
 
-const ATTEMPT_COLUMNS: &str = "a.id, a.webhook_id, a.event_id, e.name, a.attempt, a.status,
+const ATTEMPT_COLUMNS: &str = "a.id, a.webhook_id, a.event_id, a.event, a.attempt, a.status,
      a.response_status, a.response_body, a.duration_ms, a.error, a.created_at, a.next_attempt_at";
 
 fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptOut> {
@@ -245,7 +245,7 @@ pub fn attempts(
         .cloned()
         .unwrap_or_else(|| ("9999".into(), String::new()));
     let sql = format!(
-        "SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts a JOIN events e ON e.id = a.event_id
+        "SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts a
          WHERE a.webhook_id = ?1 AND (a.created_at, a.id) < (?2, ?3)
          ORDER BY a.created_at DESC, a.id DESC LIMIT ?4 OFFSET ?5"
     );
@@ -263,16 +263,19 @@ pub fn count_attempts(c: &Connection, id: WebhookId) -> Result<i64, AppError> {
     )?)
 }
 
-/// Whether a delivery of `event` to the webhook is queued or running.
-fn in_queue(c: &Connection, id: WebhookId, event: EventId) -> Result<bool, AppError> {
-    Ok(c.query_row(
-        "SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND lane = ?2 AND state = 'queued'
-                          AND json_extract(payload, '$.data.event_id') = ?3)
-             OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND state = 'running' AND lane = ?2
-                          AND json_extract(payload, '$.data.event_id') = ?3)",
-        params![jobs::WEBHOOK_QUEUE, id.to_string(), event],
-        |r| r.get(0),
-    )?)
+/// The events with a delivery to the webhook queued or running: one pass over the
+/// webhook's lane of the queue.
+fn in_queue(c: &Connection, id: WebhookId) -> Result<std::collections::HashSet<EventId>, AppError> {
+    c.prepare_cached(
+        "SELECT json_extract(payload, '$.data.event_id') FROM jobs
+         WHERE queue = ?1 AND lane = ?2 AND state = 'queued'
+         UNION ALL
+         SELECT json_extract(payload, '$.data.event_id') FROM jobs
+         WHERE queue = ?1 AND state = 'running' AND lane = ?2",
+    )?
+    .query_map(params![jobs::WEBHOOK_QUEUE, id.to_string()], |r| r.get(0))?
+    .collect::<Result<_, _>>()
+    .map_err(Into::into)
 }
 
 /// The status of a delivery: its newest attempt's.
@@ -311,7 +314,7 @@ pub fn resend(
         return Ok(Err(ResendRefused::NotFound));
     };
     let status = last_status(tx, id, event)?.unwrap_or_default();
-    if status != "failed" || in_queue(tx, id, event)? {
+    if status != "failed" || in_queue(tx, id)?.contains(&event) {
         let why = if status == "succeeded" {
             "succeeded"
         } else {
@@ -323,8 +326,12 @@ pub fn resend(
     Ok(Ok(event))
 }
 
+/// Most deliveries one `recover` call queues; calling again queues the rest (what is
+/// already queued is skipped).
+pub const RECOVER_BATCH: usize = 10_000;
+
 /// Queues one more attempt of every delivery to the webhook whose newest attempt failed at
-/// or after `since`; returns how many.
+/// or after `since` (at most [`RECOVER_BATCH`]); returns how many.
 pub fn recover(
     tx: &Transaction<'_>,
     id: WebhookId,
@@ -340,12 +347,15 @@ pub fn recover(
         )?
         .query_map(params![id, time::format(since)], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
+    let queued = in_queue(tx, id)?;
     let mut n = 0;
-    for event in failed {
-        if !in_queue(tx, id, event)? {
-            enqueue_manual(tx, id, event, now)?;
-            n += 1;
-        }
+    for event in failed
+        .into_iter()
+        .filter(|e| !queued.contains(e))
+        .take(RECOVER_BATCH)
+    {
+        enqueue_manual(tx, id, event, now)?;
+        n += 1;
     }
     Ok(n)
 }

@@ -45,6 +45,11 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
                 || (seg[0..6] == [0x64, 0xff9b, 0, 0, 0, 0]
                     && forbidden_v4(embedded_v4(v6)))
                 || (seg[0..6] == [0, 0, 0, 0, 0, 0] && forbidden_v4(embedded_v4(v6)))
+                || (seg[0] == 0x64 && seg[1] == 0xff9b && seg[2] == 1) // local NAT64 64:ff9b:1::/48
+                // 6to4 (2002::/16) carries an IPv4 address in its next 32 bits
+                || (seg[0] == 0x2002 && forbidden_v4(Ipv4Addr::new(
+                    (seg[1] >> 8) as u8, (seg[1] & 0xff) as u8, (seg[2] >> 8) as u8, (seg[2] & 0xff) as u8)))
+                || (seg[0] == 0x2001 && seg[1] == 0) // Teredo: tunnels to anywhere
                 || seg[0] == 0x2001 && seg[1] == 0x0db8 // documentation
         }
     }
@@ -155,10 +160,19 @@ mod tests {
             "fe80::1",
             "::ffff:127.0.0.1",
             "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::1",
+            "2002:7f00:1::1",
+            "2001:0:4136:e378::1",
         ] {
             assert!(is_forbidden(bad.parse().unwrap()), "{bad}");
         }
-        for good in ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "100.128.0.1"] {
+        for good in [
+            "93.184.215.14",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "100.128.0.1",
+            "2002:5db8:d70e::1",
+        ] {
             assert!(!is_forbidden(good.parse().unwrap()), "{good}");
         }
     }

@@ -238,7 +238,8 @@ async fn no_proxy_get(url: String) -> reqwest::Result<reqwest::Response> {
 /// Pending webhook retries are rows, not timers: a server killed with SIGKILL between two
 /// attempts sends the next one after it is started again, with the same event and bytes.
 /// The real binary and its flags: the platform webhook receives `user.created`.
-#[tokio::test]
+// Multi-threaded: the receiver must keep answering while the test blocks on the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pending_webhook_retry_survives_kill_9() {
     use crate::webhooks::{Receiver, assert_signed};
     let rx = Receiver::start().await;
@@ -268,22 +269,26 @@ async fn a_pending_webhook_retry_survives_kill_9() {
     rx.wait_for(1).await;
     // Wait until the failed attempt and its retry are recorded, then kill.
     let db = merchant_admin::db::db_path(dir.path());
-    let pending = move || -> i64 {
-        rusqlite::Connection::open(&db)
-            .unwrap()
-            .query_row(
-                "SELECT COUNT(*) FROM webhook_attempts WHERE status = 'pending'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap()
+    let recorded = move |status: &'static str| {
+        let db = db.clone();
+        move || -> bool {
+            rusqlite::Connection::open(&db)
+                .unwrap()
+                .query_row(
+                    "SELECT COUNT(*) FROM webhook_attempts WHERE status = ?1",
+                    [status],
+                    |r| r.get::<_, i64>(0),
+                )
+                .unwrap()
+                == 1
+        }
     };
-    let p = pending.clone();
+    let pending = recorded("pending");
     tokio::task::spawn_blocking(move || {
         wait_for(
             "the first attempt to be recorded",
             Duration::from_secs(20),
-            || p() == 1,
+            pending,
         );
     })
     .await
@@ -305,6 +310,17 @@ async fn a_pending_webhook_retry_survives_kill_9() {
         "user.created",
     );
     assert_eq!(hits[1].json()["data"]["email"], "a@example.com");
-    assert_eq!(second.sigterm().code(), Some(0));
+    let succeeded = recorded("succeeded");
+    let code = tokio::task::spawn_blocking(move || {
+        wait_for(
+            "the second attempt to be recorded",
+            Duration::from_secs(20),
+            succeeded,
+        );
+        second.sigterm().code()
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Some(0));
     rx.expect_no_more_than(2).await;
 }

@@ -453,6 +453,13 @@ async fn the_authorization_table_for_store_routes() {
             Some("webhooks.read"),
             all_roles,
         ),
+        (
+            post(),
+            "/v1/webhook-events".into(),
+            Some(json!({"webhook_id": hook.body["id"], "events": ["orders.paid"]})),
+            Some("webhooks.write"),
+            &["owner", "admin"],
+        ),
     ];
     for (method, path, body, needs, allowed) in &table {
         // A store token scoped to the permission succeeds; one scoped to another does not.

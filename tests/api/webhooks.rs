@@ -533,6 +533,9 @@ async fn private_and_metadata_targets_are_refused_at_creation_and_at_delivery() 
         "http://[::1]:8080/",
         "http://[fd00:ec2::254]/",
         "http://0.0.0.0/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://2130706433/",
+        "http://0x7f.1/",
     ] {
         let r = app
             .call(post(), &path, &token, Some(json!({"url": url})))
@@ -705,6 +708,13 @@ async fn managing_webhooks_and_their_subscriptions() {
     put(json!({"events": ["orders.paid"]}))
         .await
         .expect_error(422, "validation_failed");
+    put(json!({"url": "https://ok.example.com/", "secret": "tiny"}))
+        .await
+        .expect_error(422, "validation_failed");
+    let unchanged = app.call(get(), &a_path, &token, None).await;
+    assert_eq!(unchanged.body["url"], "https://a.example.com/h");
+    assert_eq!(unchanged.body["secret"], secret);
+    assert_eq!(unchanged.body["updated_at"], a["updated_at"]);
     let changed = put(json!({"url": "https://c.example.com/h", "secret": "another-secret-5678", "is_active": false})).await;
     changed.expect(200);
     assert_eq!(changed.body["url"], "https://c.example.com/h");
@@ -959,23 +969,19 @@ async fn another_stores_webhook_is_not_found_on_every_route() {
     );
 }
 
+/// The routes the authorization table leaves out because they destroy their target or need
+/// a failed delivery: each role and a token scoped otherwise.
 #[tokio::test]
-async fn delete_and_unsubscribe_need_webhooks_delete() {
+async fn deleting_unsubscribing_and_retrying_need_their_permissions() {
     let app = spawn_app().await;
     let (token, store) = owner(&app, "a@example.com").await;
-    let hook = create_hook(
-        &app,
-        &token,
-        &store,
-        "https://a.example.com/h",
-        json!(["orders.paid"]),
-    )
-    .await;
-    let id = hook["id"].as_str().unwrap();
-    let path = format!("/v1/stores/{store}/webhooks/{id}");
     let del = reqwest::Method::DELETE;
-    let (staff, staff_id) = app.member("staff@example.com").await;
-    app.add_to_store(&store, &staff_id, "staff").await;
+    let mut people = vec![("owner", token.clone())];
+    for role in ["admin", "staff", "viewer"] {
+        let (t, id) = app.member(&format!("{role}@example.com")).await;
+        app.add_to_store(&store, &id, role).await;
+        people.push((role, t));
+    }
     let writer = app
         .store_token(
             &token,
@@ -983,38 +989,73 @@ async fn delete_and_unsubscribe_need_webhooks_delete() {
             json!(["webhooks.write", "webhooks.edit", "webhooks.read"]),
         )
         .await;
-    for t in [&staff, &writer] {
-        for p in [path.clone(), format!("{path}/events/orders.paid")] {
-            app.call(del.clone(), &p, t, None)
-                .await
-                .expect_error(403, "missing_permission");
-        }
-        app.call(
-            del.clone(),
-            &format!("/v1/webhook-events?webhook_id={id}&event=orders.paid"),
-            t,
-            None,
-        )
-        .await
-        .expect_error(403, "missing_permission");
-    }
     let deleter = app
         .store_token(&token, &store, json!(["webhooks.delete"]))
         .await;
-    app.call(
-        del.clone(),
-        &format!("/v1/webhook-events?webhook_id={id}&event=orders.paid"),
-        &deleter,
-        None,
-    )
-    .await
-    .expect(204);
-    app.call(del, &path, &deleter, None).await.expect(204);
-    // The root forms check the permission too: a reader cannot subscribe.
-    let hook = create_hook(&app, &token, &store, "https://a.example.com/h", json!([])).await;
     let reader = app
         .store_token(&token, &store, json!(["webhooks.read"]))
         .await;
+    let everyone: Vec<(&str, String)> = people
+        .iter()
+        .map(|(r, t)| (*r, t.clone()))
+        .chain([
+            ("writer token", writer.clone()),
+            ("deleter token", deleter.clone()),
+            ("reader token", reader.clone()),
+        ])
+        .collect();
+    for (who, t) in &everyone {
+        let may = matches!(*who, "owner" | "admin" | "deleter token");
+        let hook = create_hook(
+            &app,
+            &token,
+            &store,
+            "https://a.example.com/h",
+            json!(["orders.paid", "orders.created"]),
+        )
+        .await;
+        let id = hook["id"].as_str().unwrap();
+        let path = format!("/v1/stores/{store}/webhooks/{id}");
+        let calls = [
+            format!("{path}/events/orders.paid"),
+            format!("/v1/webhook-events?webhook_id={id}&event=orders.created"),
+            path.clone(),
+        ];
+        for p in &calls {
+            let r = app.call(del.clone(), p, t, None).await;
+            if may {
+                r.expect(204);
+            } else {
+                r.expect_error(403, "missing_permission");
+            }
+        }
+        let left = app.call(get(), &path, &token, None).await;
+        if may {
+            left.expect_error(404, "not_found");
+        } else {
+            assert_eq!(
+                left.body["events"],
+                json!(["orders.created", "orders.paid"]),
+                "{who}"
+            );
+        }
+    }
+    // Retrying a delivery needs webhooks.write (checked before the delivery is looked up).
+    let hook = create_hook(&app, &token, &store, "https://a.example.com/h", json!([])).await;
+    let retry = format!(
+        "/v1/stores/{store}/webhooks/{}/deliveries/{}/retry",
+        hook["id"].as_str().unwrap(),
+        uuid::Uuid::now_v7()
+    );
+    for (who, t) in &everyone {
+        let r = app.call(post(), &retry, t, None).await;
+        if matches!(*who, "owner" | "admin" | "writer token") {
+            r.expect_error(404, "not_found");
+        } else {
+            r.expect_error(403, "missing_permission");
+        }
+    }
+    // The root forms check the permission too: a reader cannot subscribe.
     app.call(
         post(),
         "/v1/webhook-events",
@@ -1023,17 +1064,76 @@ async fn delete_and_unsubscribe_need_webhooks_delete() {
     )
     .await
     .expect_error(403, "missing_permission");
-    app.call(
-        get(),
-        &format!(
-            "/v1/webhook-events?webhook_id={}",
-            hook["id"].as_str().unwrap()
-        ),
-        &reader,
-        None,
-    )
-    .await
-    .expect(200);
+}
+
+/// A dispatcher killed in the middle of a request leaves its job leased. The next one takes
+/// it over when the lease runs out: the lost attempt is recorded as interrupted and counts;
+/// if it was the fifth, the delivery is failed.
+#[tokio::test]
+async fn an_attempt_cut_off_by_a_crash_is_recorded_and_counted() {
+    use merchant_admin::jobs::{self, Job};
+    let app = spawn_app().await;
+    let (token, store) = owner(&app, "a@example.com").await;
+    let rx = Receiver::start().await;
+    let hook = create_hook(&app, &token, &store, &rx.url, json!([])).await;
+    let hook_id = hook["id"].as_str().unwrap().to_string();
+    // Events nobody subscribes to, so only the jobs written below deliver them.
+    let first = emit(&app, Some(&store), "orders.paid", json!({"n": 1})).await;
+    let last = emit(&app, Some(&store), "orders.paid", json!({"n": 2})).await;
+    let now = app.clock_now();
+    let (w, e1, e2) = (
+        hook_id.parse().unwrap(),
+        first.parse().unwrap(),
+        last.parse().unwrap(),
+    );
+    app.state
+        .db
+        .write(move |tx| {
+            for (event, attempts) in [(e1, 1), (e2, 5)] {
+                let job = Job::WebhookDelivery {
+                    event_id: event,
+                    webhook_id: Some(w),
+                    manual: false,
+                };
+                let id = jobs::enqueue(tx, &job, now)?;
+                // As a dispatcher that claimed it and died leaves it: leased, lease run out.
+                tx.execute(
+                    "UPDATE jobs SET state = 'running', attempts = ?2,
+                            lease_until = '2026-11-02T11:00:00.000000Z' WHERE id = ?1",
+                    rusqlite::params![id, attempts],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let hits = rx.wait_for(1).await;
+    assert_eq!(hits[0].header("x-webhook-event-id"), first);
+    let list = attempts(&app, &token, &store, &hook_id, 3).await;
+    let of = |event: &str| -> Vec<(u64, String, Value)> {
+        let mut v: Vec<_> = list
+            .iter()
+            .filter(|a| a["event_id"] == event)
+            .map(|a| {
+                (
+                    a["attempt"].as_u64().unwrap(),
+                    a["status"].as_str().unwrap().to_string(),
+                    a["error"].clone(),
+                )
+            })
+            .collect();
+        v.sort_by_key(|a| a.0);
+        v
+    };
+    let one = of(&first);
+    assert_eq!(one.len(), 2, "{list:?}");
+    assert_eq!((one[0].0, one[0].1.as_str()), (1, "pending"));
+    assert!(one[0].2.as_str().unwrap().contains("interrupted"));
+    assert_eq!((one[1].0, one[1].1.as_str()), (2, "succeeded"));
+    let five = of(&last);
+    assert_eq!(five.len(), 1);
+    assert_eq!(five[0].1, "failed", "the fifth attempt was the last");
+    rx.expect_no_more_than(1).await;
 }
 
 #[tokio::test]
