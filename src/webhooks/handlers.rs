@@ -30,6 +30,11 @@ use crate::time;
 
 type ErrorBody = crate::http::error::ErrorBody;
 
+/// 202 with what was queued.
+fn accepted(enqueued: u64, event_id: Option<crate::ids::EventId>) -> Response {
+    (StatusCode::ACCEPTED, Json(Queued { enqueued, event_id })).into_response()
+}
+
 /// How far back `recover` reaches.
 const RECOVER_WINDOW: chrono::Duration = chrono::Duration::days(14);
 
@@ -111,8 +116,14 @@ fn not_found() -> AppError {
     AppError::not_found("webhook")
 }
 
-/// The webhook, in the caller's store.
-async fn find(st: &AppState, scope: &StoreScope, id: WebhookId) -> Result<WebhookRow, AppError> {
+/// The webhook, in the caller's store, once the caller is known to hold `needs` there.
+async fn find(
+    st: &AppState,
+    scope: &StoreScope,
+    needs: Permission,
+    id: WebhookId,
+) -> Result<WebhookRow, AppError> {
+    scope.require(needs)?;
     let store = scope.store_id;
     st.db
         .read(move |c| store::get(c, store, id))
@@ -204,9 +215,8 @@ pub async fn get_webhook(
     Path(ids): Path<(StoreId, WebhookId)>,
 ) -> Result<Response, AppError> {
     let id = ids.1;
-    scope.require(Permission::WebhooksRead)?;
     let reveal = scope.permissions.contains(Permission::WebhooksEdit);
-    let w = find(&st, &scope, id).await?;
+    let w = find(&st, &scope, Permission::WebhooksRead, id).await?;
     Ok(no_store(Json(out(&st, w, reveal))))
 }
 
@@ -223,9 +233,8 @@ pub async fn update_webhook(
     Json(input): Json<WebhookUpdate>,
 ) -> Result<Response, AppError> {
     let id = ids.1;
-    scope.require(Permission::WebhooksEdit)?;
     // Another store's webhook is 404 before any of its input is judged.
-    find(&st, &scope, id).await?;
+    find(&st, &scope, Permission::WebhooksEdit, id).await?;
     let url = match input.url.as_deref() {
         Some(u) => Some(check_url(&st, u).await?),
         None => None,
@@ -314,8 +323,7 @@ pub async fn list_deliveries(
     Paged(page, _): Paged,
 ) -> Result<Json<Page<AttemptOut>>, AppError> {
     let id = ids.1;
-    scope.require(Permission::WebhooksRead)?;
-    find(&st, &scope, id).await?;
+    find(&st, &scope, Permission::WebhooksRead, id).await?;
     let page = page
         .list(
             &st.db,
@@ -341,22 +349,14 @@ pub async fn retry_delivery(
     Path(ids): Path<(StoreId, WebhookId, AttemptId)>,
 ) -> Result<Response, AppError> {
     let (id, attempt) = (ids.1, ids.2);
-    scope.require(Permission::WebhooksWrite)?;
-    find(&st, &scope, id).await?;
+    find(&st, &scope, Permission::WebhooksWrite, id).await?;
     let now = st.clock.now();
     let queued = st
         .db
         .write(move |tx| store::resend(tx, id, attempt, now))
         .await?;
     match queued {
-        Ok(event_id) => Ok((
-            StatusCode::ACCEPTED,
-            Json(Queued {
-                enqueued: 1,
-                event_id: Some(event_id),
-            }),
-        )
-            .into_response()),
+        Ok(event_id) => Ok(accepted(1, Some(event_id))),
         Err(ResendRefused::NotFound) => Err(AppError::not_found("delivery")),
         Err(ResendRefused::NotFailed(why)) => Err(AppError::conflict(
             ErrorCode::Conflict,
@@ -377,8 +377,10 @@ pub async fn send_test(
     Path(ids): Path<(StoreId, WebhookId)>,
 ) -> Result<Response, AppError> {
     let id = ids.1;
-    scope.require(Permission::WebhooksWrite)?;
-    if !find(&st, &scope, id).await?.is_active {
+    if !find(&st, &scope, Permission::WebhooksWrite, id)
+        .await?
+        .is_active
+    {
         return Err(AppError::conflict(
             ErrorCode::Conflict,
             "the webhook is not active; activate it before sending a test event",
@@ -402,14 +404,7 @@ pub async fn send_test(
             Ok(event)
         })
         .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Queued {
-            enqueued: 1,
-            event_id: Some(event_id),
-        }),
-    )
-        .into_response())
+    Ok(accepted(1, Some(event_id)))
 }
 
 /// Re-sends every failed delivery since `since` (at most 14 days back), one attempt each:
@@ -426,8 +421,7 @@ pub async fn recover(
     Json(input): Json<RecoverIn>,
 ) -> Result<Response, AppError> {
     let id = ids.1;
-    scope.require(Permission::WebhooksWrite)?;
-    find(&st, &scope, id).await?;
+    find(&st, &scope, Permission::WebhooksWrite, id).await?;
     let now = st.clock.now();
     let since = match time::parse(&input.since) {
         Some(t) if t >= now - RECOVER_WINDOW && t <= now => t,
@@ -442,14 +436,7 @@ pub async fn recover(
         .db
         .write(move |tx| store::recover(tx, id, since, now))
         .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Queued {
-            enqueued: n,
-            event_id: None,
-        }),
-    )
-        .into_response())
+    Ok(accepted(n, None))
 }
 
 async fn subscriptions_page(
@@ -480,8 +467,7 @@ pub async fn list_events(
     Paged(page, _): Paged,
 ) -> Result<Json<Page<SubscriptionOut>>, AppError> {
     let id = ids.1;
-    scope.require(Permission::WebhooksRead)?;
-    find(&st, &scope, id).await?;
+    find(&st, &scope, Permission::WebhooksRead, id).await?;
     Ok(Json(subscriptions_page(&st, page, id).await?))
 }
 
@@ -491,8 +477,7 @@ async fn do_subscribe(
     id: WebhookId,
     events: &[String],
 ) -> Result<Response, AppError> {
-    scope.require(Permission::WebhooksWrite)?;
-    find(st, scope, id).await?;
+    find(st, scope, Permission::WebhooksWrite, id).await?;
     if events.is_empty() {
         return Err(AppError::validation([(
             "events",
@@ -532,8 +517,7 @@ async fn do_unsubscribe(
     id: WebhookId,
     event: String,
 ) -> Result<StatusCode, AppError> {
-    scope.require(Permission::WebhooksDelete)?;
-    find(st, scope, id).await?;
+    find(st, scope, Permission::WebhooksDelete, id).await?;
     let (store, actor, now) = (scope.store_id, Actor::of(scope), st.clock.now());
     st.db
         .write(move |tx| {
