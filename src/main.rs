@@ -70,6 +70,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 r.bytes,
                 r.duration.as_millis()
             );
+            let key = args
+                .data
+                .data_dir
+                .join(merchant_admin::secrets::SEAL_KEY_FILE);
+            if key.exists() {
+                eprintln!(
+                    "note: webhook secrets are sealed with {}, which is not in the backup; \
+                     keep a copy of it with your backups",
+                    key.display()
+                );
+            }
             Ok(())
         }
         Command::Restore(args) => {

@@ -313,6 +313,8 @@ async fn restore_is_refused_while_serving_and_keeps_the_replaced_database() {
     let backup = app.data_dir.path().join("b.db");
     let out = run(&["backup", backup.to_str().unwrap()], app.data_dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
+    // The webhook-secret key is not in the copy, and the operator is told so.
+    assert!(stderr(&out).contains("secrets.key"), "{}", stderr(&out));
     app.seed_owner("second@example.com", "Second").await;
 
     let refused = run(&["restore", backup.to_str().unwrap()], app.data_dir.path());
