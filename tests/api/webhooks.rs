@@ -46,6 +46,8 @@ struct Inner {
     script: Mutex<VecDeque<u16>>,
     /// How long to wait before answering.
     delay: Mutex<Duration>,
+    /// When non-zero, the answer's body is this many bytes instead of "answered N".
+    body_len: AtomicUsize,
     /// When set, every request waits for a permit before answering.
     gate: Mutex<Option<Arc<Semaphore>>>,
     in_flight: AtomicUsize,
@@ -75,10 +77,11 @@ async fn receive(
     tokio::time::sleep(delay).await;
     inner.in_flight.fetch_sub(1, Ordering::SeqCst);
     let status = inner.script.lock().unwrap().pop_front().unwrap_or(200);
-    (
-        StatusCode::from_u16(status).unwrap(),
-        format!("answered {status}"),
-    )
+    let body = match inner.body_len.load(Ordering::SeqCst) {
+        0 => format!("answered {status}"),
+        n => "é".repeat(n / 2),
+    };
+    (StatusCode::from_u16(status).unwrap(), body)
 }
 
 impl Receiver {
@@ -1211,4 +1214,27 @@ async fn the_test_event_goes_to_that_webhook_only() {
     .await
     .expect_error(409, "conflict");
     one.expect_no_more_than(1).await;
+}
+
+#[tokio::test]
+async fn only_the_first_4_kib_of_an_answer_is_kept() {
+    let app = spawn_app().await;
+    let (token, store) = owner(&app, "a@example.com").await;
+    let rx = Receiver::start().await;
+    rx.inner.body_len.store(64 * 1024, Ordering::SeqCst);
+    let hook = create_hook(&app, &token, &store, &rx.url, json!([])).await;
+    let id = hook["id"].as_str().unwrap();
+    app.call(
+        post(),
+        &format!("/v1/stores/{store}/webhooks/{id}/test"),
+        &token,
+        None,
+    )
+    .await
+    .expect(202);
+    let list = attempts(&app, &token, &store, id, 1).await;
+    assert_eq!(list[0]["status"], "succeeded");
+    let kept = list[0]["response_body"].as_str().unwrap();
+    assert_eq!(kept.len(), 4096, "4 KiB of a 64 KiB answer");
+    assert!(kept.starts_with("éé"));
 }
