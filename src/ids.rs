@@ -88,3 +88,6 @@ id_type!(PairId);
 id_type!(ApiTokenId);
 id_type!(WebhookId);
 id_type!(AttemptId);
+id_type!(ProductId);
+id_type!(VariantId);
+id_type!(CategoryId);

@@ -5,6 +5,7 @@
 pub mod api_tokens;
 pub mod audit;
 pub mod auth;
+pub mod catalog;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -47,6 +48,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(api_tokens::routes())
         .merge(audit::routes())
         .merge(webhooks::routes())
+        .merge(catalog::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

@@ -280,6 +280,28 @@ async fn creating_stores_needs_stores_create_in_the_organization() {
 
 /// One row of the authorization table: method, path, body, the permission it needs, and
 /// the roles that may call it.
+/// The body with every `{n}` in its strings made unique, so a row that creates something
+/// with a unique field (a SKU, a slug) can be sent again and again.
+fn fresh(body: &Option<Value>) -> Option<Value> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    fn walk(v: &mut Value) {
+        match v {
+            Value::String(s) if s.contains("{n}") => {
+                *s = s.replace("{n}", &N.fetch_add(1, Ordering::Relaxed).to_string());
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            Value::Object(o) => o.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut b = body.clone();
+    if let Some(v) = b.as_mut() {
+        walk(v);
+    }
+    b
+}
+
 type Case = (
     reqwest::Method,
     String,
@@ -329,6 +351,22 @@ async fn the_authorization_table_for_store_routes() {
         "/v1/webhook-events?webhook_id={}",
         hook.body["id"].as_str().unwrap()
     );
+    let made = |kind: &str, body: Value| {
+        let path = format!("{p}/{kind}");
+        let owner = owner.clone();
+        let app = &app;
+        async move {
+            let r = app.call(post(), &path, &owner, Some(body)).await;
+            r.expect(201);
+            format!("{path}/{}", r.body["id"].as_str().unwrap())
+        }
+    };
+    let product_path = made(
+        "products",
+        json!({"title": "P", "variants": [{"sku": "FIRST", "price_cents": 1}]}),
+    )
+    .await;
+    let category_path = made("categories", json!({"name": "First"})).await;
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -454,6 +492,62 @@ async fn the_authorization_table_for_store_routes() {
             all_roles,
         ),
         (
+            get(),
+            format!("{p}/products"),
+            None,
+            Some("products.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/products"),
+            Some(json!({"title": "P", "variants": [{"sku": "SKU-{n}", "price_cents": 100}]})),
+            Some("products.write"),
+            &["owner", "admin", "staff"],
+        ),
+        (
+            get(),
+            product_path.clone(),
+            None,
+            Some("products.read"),
+            all_roles,
+        ),
+        (
+            patch(),
+            product_path.clone(),
+            Some(json!({"title": "Renamed"})),
+            Some("products.write"),
+            &["owner", "admin", "staff"],
+        ),
+        (
+            get(),
+            format!("{p}/categories"),
+            None,
+            Some("products.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/categories"),
+            Some(json!({"name": "Category {n}"})),
+            Some("categories.write"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            category_path.clone(),
+            None,
+            Some("products.read"),
+            all_roles,
+        ),
+        (
+            patch(),
+            category_path.clone(),
+            Some(json!({"name": "Renamed"})),
+            Some("categories.write"),
+            &["owner", "admin"],
+        ),
+        (
             post(),
             "/v1/webhook-events".into(),
             Some(json!({"webhook_id": hook.body["id"], "events": ["orders.paid"]})),
@@ -471,7 +565,7 @@ async fn the_authorization_table_for_store_routes() {
                 "audit.read"
             };
             let wrong = app.store_token(&owner, &store_id, json!([other])).await;
-            let r = app.call(method.clone(), path, &right, body.clone()).await;
+            let r = app.call(method.clone(), path, &right, fresh(body)).await;
             if path.ends_with("/invites") {
                 r.expect_error(403, "missing_permission");
             } else {
@@ -481,12 +575,12 @@ async fn the_authorization_table_for_store_routes() {
                     r.text
                 );
             }
-            app.call(method.clone(), path, &wrong, body.clone())
+            app.call(method.clone(), path, &wrong, fresh(body))
                 .await
                 .expect_error(403, "missing_permission");
         }
         for (role, token) in &tokens {
-            let r = app.call(method.clone(), path, token, body.clone()).await;
+            let r = app.call(method.clone(), path, token, fresh(body)).await;
             if allowed.contains(role) {
                 assert!(r.status.is_success(), "{role} {method} {path}: {}", r.text);
             } else {
@@ -494,7 +588,7 @@ async fn the_authorization_table_for_store_routes() {
             }
         }
         // A member of another store never learns this one exists.
-        app.call(method.clone(), path, &stranger, body.clone())
+        app.call(method.clone(), path, &stranger, fresh(body))
             .await
             .expect_error(404, "not_found");
     }

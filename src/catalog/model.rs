@@ -1,0 +1,153 @@
+//! Catalog DTOs (issue 6).
+
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::ids::{CategoryId, ProductId, StoreId, VariantId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProductStatus {
+    Draft,
+    Active,
+    Archived,
+}
+
+impl ProductStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "draft",
+            Self::Active => "active",
+            Self::Archived => "archived",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "draft" => Some(Self::Draft),
+            "active" => Some(Self::Active),
+            "archived" => Some(Self::Archived),
+            _ => None,
+        }
+    }
+}
+
+/// A variant in a create or update body. On update, one with `id` changes that variant,
+/// one without is added, and the product's variants not listed are removed.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariantIn {
+    pub id: Option<VariantId>,
+    pub sku: String,
+    pub price_cents: i64,
+    /// Default "Default".
+    pub title: Option<String>,
+    pub compare_at_price_cents: Option<i64>,
+    pub weight_grams: Option<i64>,
+    /// Initial stock of a new variant (default 0); change stock later with adjustments.
+    pub on_hand: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProductIn {
+    pub title: String,
+    /// Default: made from the title (unique in the store).
+    pub slug: Option<String>,
+    pub description: Option<String>,
+    /// Default `active`.
+    pub status: Option<ProductStatus>,
+    pub category_ids: Option<Vec<CategoryId>>,
+    pub tags: Option<Vec<String>>,
+    /// At least one.
+    pub variants: Vec<VariantIn>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProductPatch {
+    pub title: Option<String>,
+    pub slug: Option<String>,
+    pub description: Option<String>,
+    pub status: Option<ProductStatus>,
+    pub category_ids: Option<Vec<CategoryId>>,
+    pub tags: Option<Vec<String>>,
+    pub variants: Option<Vec<VariantIn>>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct VariantOut {
+    pub id: VariantId,
+    pub sku: String,
+    pub title: String,
+    pub price_cents: i64,
+    pub compare_at_price_cents: Option<i64>,
+    pub weight_grams: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ProductOut {
+    pub id: ProductId,
+    pub store_id: StoreId,
+    pub title: String,
+    pub slug: String,
+    pub description: String,
+    pub status: ProductStatus,
+    pub category_ids: Vec<CategoryId>,
+    pub tags: Vec<String>,
+    pub variants: Vec<VariantOut>,
+    /// Mean of the approved reviews' ratings, two decimals; null without any.
+    pub rating_average: Option<f64>,
+    pub rating_count: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ProductFilter {
+    pub status: Option<String>,
+    pub category_id: Option<CategoryId>,
+    /// Part of a title or SKU, case-insensitive.
+    pub search: Option<String>,
+    /// `created_at`, `updated_at` or `title`; `-` first for descending. Default `-created_at`.
+    pub sort: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryIn {
+    pub name: String,
+    pub slug: Option<String>,
+    pub parent_id: Option<CategoryId>,
+}
+
+/// `parent_id: null` moves the category to the top of the tree.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryPatch {
+    pub name: Option<String>,
+    pub slug: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<CategoryId>)]
+    pub parent_id: Option<Option<CategoryId>>,
+}
+
+/// Tells a field sent as null (Some(None)) from one left out (None).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CategoryOut {
+    pub id: CategoryId,
+    pub store_id: StoreId,
+    pub parent_id: Option<CategoryId>,
+    pub name: String,
+    pub slug: String,
+    pub created_at: String,
+    pub updated_at: String,
+}

@@ -1,0 +1,537 @@
+//! SQL of the catalog; every query is scoped by store.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::model::{CategoryOut, ProductOut, ProductStatus, VariantIn, VariantOut};
+use crate::http::error::{AppError, ErrorCode, ResultExt};
+use crate::http::page::Position;
+use crate::ids::{CategoryId, ProductId, StoreId, VariantId};
+use crate::time;
+
+fn sku_taken(sku: &str) -> impl FnOnce(rusqlite::Error) -> AppError + '_ {
+    move |_| {
+        AppError::conflict(
+            ErrorCode::Conflict,
+            format!("SKU {sku} is already used in this store"),
+        )
+    }
+}
+
+/// A slug not yet used by `table` in the store: `base`, then `base-2`, `base-3`...
+pub fn free_slug(
+    c: &Connection,
+    table: &str,
+    store: StoreId,
+    base: &str,
+) -> Result<String, AppError> {
+    let sql = format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE store_id = ?1 AND slug = ?2)");
+    let mut stmt = c.prepare_cached(&sql)?;
+    for n in 1.. {
+        let slug = if n == 1 {
+            base.to_owned()
+        } else {
+            format!("{base}-{n}")
+        };
+        if !stmt.query_row(params![store, slug], |r| r.get::<_, bool>(0))? {
+            return Ok(slug);
+        }
+    }
+    unreachable!("some suffix is free")
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn insert_product(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ProductId,
+    title: &str,
+    slug: &str,
+    description: &str,
+    status: ProductStatus,
+    tags: &[String],
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let now = time::format(now);
+    tx.execute(
+        "INSERT INTO products (id, store_id, title, slug, description, status, tags, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+        params![id, store, title, slug, description, status.as_str(), json(tags)?, now],
+    )
+    .on_constraint("products.slug", |_| {
+        AppError::conflict(ErrorCode::Conflict, format!("slug {slug} is already used in this store"))
+    })?;
+    Ok(())
+}
+
+fn json(v: &[String]) -> Result<String, AppError> {
+    serde_json::to_string(v).map_err(AppError::internal)
+}
+
+/// Changes the given fields; false when the store has no such product.
+#[allow(clippy::too_many_arguments)]
+pub fn update_product(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ProductId,
+    title: Option<&str>,
+    slug: Option<&str>,
+    description: Option<&str>,
+    status: Option<ProductStatus>,
+    tags: Option<&[String]>,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let tags = tags.map(json).transpose()?;
+    let n = tx
+        .execute(
+            "UPDATE products SET title = COALESCE(?3, title), slug = COALESCE(?4, slug),
+                    description = COALESCE(?5, description), status = COALESCE(?6, status),
+                    tags = COALESCE(?7, tags), updated_at = ?8
+             WHERE store_id = ?1 AND id = ?2",
+            params![
+                store,
+                id,
+                title,
+                slug,
+                description,
+                status.map(ProductStatus::as_str),
+                tags,
+                time::format(now)
+            ],
+        )
+        .on_constraint("products.slug", |_| {
+            AppError::conflict(
+                ErrorCode::Conflict,
+                "that slug is already used in this store",
+            )
+        })?;
+    Ok(n == 1)
+}
+
+/// Categories that are not the store's: the first one, if any.
+pub fn unknown_category(
+    c: &Connection,
+    store: StoreId,
+    ids: &[CategoryId],
+) -> Result<Option<CategoryId>, AppError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM categories WHERE store_id = ?1 AND id = ?2)",
+    )?;
+    for id in ids {
+        if !stmt.query_row(params![store, id], |r| r.get::<_, bool>(0))? {
+            return Ok(Some(*id));
+        }
+    }
+    Ok(None)
+}
+
+pub fn set_categories(
+    tx: &Transaction<'_>,
+    product: ProductId,
+    ids: &[CategoryId],
+) -> Result<(), AppError> {
+    tx.execute(
+        "DELETE FROM product_categories WHERE product_id = ?1",
+        [product],
+    )?;
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO product_categories (product_id, category_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+    )?;
+    for c in ids {
+        stmt.execute(params![product, c])?;
+    }
+    Ok(())
+}
+
+/// Makes the product's variants those of `wanted`, in that order: listed ids are updated,
+/// new ones added, the rest removed. An id that is not one of this product's variants is
+/// `Err(Some(id))`.
+pub fn set_variants(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    product: ProductId,
+    wanted: &[VariantIn],
+    now: DateTime<Utc>,
+) -> Result<Result<(), VariantId>, AppError> {
+    let existing: Vec<VariantId> = tx
+        .prepare_cached("SELECT id FROM variants WHERE product_id = ?1")?
+        .query_map([product], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if let Some(bad) = wanted
+        .iter()
+        .filter_map(|v| v.id)
+        .find(|id| !existing.contains(id))
+    {
+        return Ok(Err(bad));
+    }
+    let now_s = time::format(now);
+    // Removed first, so a SKU can move from a removed variant to a new one.
+    for gone in existing
+        .iter()
+        .filter(|id| !wanted.iter().any(|v| v.id == Some(**id)))
+    {
+        tx.execute("DELETE FROM variants WHERE id = ?1", [gone])?;
+    }
+    for (pos, v) in wanted.iter().enumerate() {
+        let title = v.title.as_deref().unwrap_or("Default");
+        let pos = i64::try_from(pos).unwrap_or(i64::MAX);
+        match v.id {
+            Some(id) => {
+                tx.execute(
+                    "UPDATE variants SET position = ?2, sku = ?3, title = ?4, price_cents = ?5,
+                            compare_at_price_cents = ?6, weight_grams = ?7, updated_at = ?8
+                     WHERE id = ?1",
+                    params![
+                        id,
+                        pos,
+                        v.sku,
+                        title,
+                        v.price_cents,
+                        v.compare_at_price_cents,
+                        v.weight_grams,
+                        now_s
+                    ],
+                )
+                .on_constraint("variants.sku", sku_taken(&v.sku))?;
+            }
+            None => {
+                tx.execute(
+                    "INSERT INTO variants (id, store_id, product_id, position, sku, title, price_cents,
+                                           compare_at_price_cents, weight_grams, on_hand, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+                    params![
+                        VariantId::new(),
+                        store,
+                        product,
+                        pos,
+                        v.sku,
+                        title,
+                        v.price_cents,
+                        v.compare_at_price_cents,
+                        v.weight_grams,
+                        v.on_hand.unwrap_or(0),
+                        now_s
+                    ],
+                )
+                .on_constraint("variants.sku", sku_taken(&v.sku))?;
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+fn product_row(r: &Row<'_>) -> rusqlite::Result<ProductOut> {
+    let sum: i64 = r.get(7)?;
+    let count: i64 = r.get(8)?;
+    #[allow(clippy::cast_precision_loss)]
+    let average = (count > 0).then(|| ((sum as f64 / count as f64) * 100.0).round() / 100.0);
+    Ok(ProductOut {
+        id: r.get(0)?,
+        store_id: r.get(1)?,
+        title: r.get(2)?,
+        slug: r.get(3)?,
+        description: r.get(4)?,
+        status: ProductStatus::parse(&r.get::<_, String>(5)?).unwrap_or(ProductStatus::Draft),
+        tags: serde_json::from_str(&r.get::<_, String>(6)?).unwrap_or_default(),
+        rating_average: average,
+        rating_count: count,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
+        category_ids: Vec::new(),
+        variants: Vec::new(),
+    })
+}
+
+const PRODUCT_COLUMNS: &str = "p.id, p.store_id, p.title, p.slug, p.description, p.status, p.tags, p.rating_sum, p.rating_count, p.created_at, p.updated_at";
+
+fn complete(c: &Connection, mut p: ProductOut) -> Result<ProductOut, AppError> {
+    p.category_ids = c
+        .prepare_cached(
+            "SELECT category_id FROM product_categories WHERE product_id = ?1 ORDER BY category_id",
+        )?
+        .query_map([p.id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    p.variants = c
+        .prepare_cached(
+            "SELECT id, sku, title, price_cents, compare_at_price_cents, weight_grams
+             FROM variants WHERE product_id = ?1 ORDER BY position",
+        )?
+        .query_map([p.id], |r| {
+            Ok(VariantOut {
+                id: r.get(0)?,
+                sku: r.get(1)?,
+                title: r.get(2)?,
+                price_cents: r.get(3)?,
+                compare_at_price_cents: r.get(4)?,
+                weight_grams: r.get(5)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok(p)
+}
+
+pub fn get_product(
+    c: &Connection,
+    store: StoreId,
+    id: ProductId,
+) -> Result<Option<ProductOut>, AppError> {
+    let sql =
+        format!("SELECT {PRODUCT_COLUMNS} FROM products p WHERE p.store_id = ?1 AND p.id = ?2");
+    let found = c
+        .query_row(&sql, params![store, id], product_row)
+        .optional()?;
+    found.map(|p| complete(c, p)).transpose()
+}
+
+pub fn delete_product(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ProductId,
+) -> Result<bool, AppError> {
+    Ok(tx.execute(
+        "DELETE FROM products WHERE store_id = ?1 AND id = ?2",
+        params![store, id],
+    )? == 1)
+}
+
+/// A list order: the column and whether it descends.
+#[derive(Debug, Clone, Copy)]
+pub struct Sort {
+    pub column: &'static str,
+    pub descending: bool,
+}
+
+impl Sort {
+    pub fn parse(s: Option<&str>) -> Option<Self> {
+        let s = s.unwrap_or("-created_at");
+        let (descending, name) = s.strip_prefix('-').map_or((false, s), |n| (true, n));
+        let column = match name {
+            "created_at" => "created_at",
+            "updated_at" => "updated_at",
+            "title" => "title",
+            _ => return None,
+        };
+        Some(Self { column, descending })
+    }
+
+    pub fn key(self, p: &ProductOut) -> Position {
+        let v = match self.column {
+            "updated_at" => p.updated_at.clone(),
+            "title" => p.title.clone(),
+            _ => p.created_at.clone(),
+        };
+        (v, p.id.to_string())
+    }
+}
+
+/// The filters of the product list.
+#[derive(Debug, Clone, Default)]
+pub struct ProductQuery {
+    pub status: Option<String>,
+    pub category: Option<CategoryId>,
+    pub search: Option<String>,
+}
+
+const PRODUCT_FILTER: &str = "p.store_id = ?1
+    AND (?2 IS NULL OR p.status = ?2)
+    AND (?3 IS NULL OR EXISTS (SELECT 1 FROM product_categories pc
+                               WHERE pc.product_id = p.id AND pc.category_id = ?3))
+    AND (?4 IS NULL OR p.title LIKE ?4 ESCAPE '\\'
+         OR EXISTS (SELECT 1 FROM variants v WHERE v.product_id = p.id AND v.sku LIKE ?4 ESCAPE '\\'))";
+
+fn like(search: Option<&str>) -> Option<String> {
+    search.map(|s| {
+        let escaped = s
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        format!("%{escaped}%")
+    })
+}
+
+pub fn list_products(
+    c: &Connection,
+    store: StoreId,
+    q: &ProductQuery,
+    sort: Sort,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<ProductOut>, AppError> {
+    let (cmp, dir) = if sort.descending {
+        ("<", "DESC")
+    } else {
+        (">", "ASC")
+    };
+    let col = sort.column;
+    let keyset = if after.is_some() {
+        format!("AND (p.{col}, p.id) {cmp} (?5, ?6)")
+    } else {
+        "AND ?5 IS NULL AND ?6 IS NULL".into()
+    };
+    let sql = format!(
+        "SELECT {PRODUCT_COLUMNS} FROM products p WHERE {PRODUCT_FILTER} {keyset}
+         ORDER BY p.{col} {dir}, p.id {dir} LIMIT ?7 OFFSET ?8"
+    );
+    let (k, i) = after
+        .cloned()
+        .map_or((None, None), |(k, i)| (Some(k), Some(i)));
+    let rows: Vec<ProductOut> = c
+        .prepare_cached(&sql)?
+        .query_map(
+            params![
+                store,
+                q.status,
+                q.category,
+                like(q.search.as_deref()),
+                k,
+                i,
+                limit,
+                offset
+            ],
+            product_row,
+        )?
+        .collect::<Result<_, _>>()?;
+    rows.into_iter().map(|p| complete(c, p)).collect()
+}
+
+pub fn count_products(c: &Connection, store: StoreId, q: &ProductQuery) -> Result<i64, AppError> {
+    let sql = format!("SELECT COUNT(*) FROM products p WHERE {PRODUCT_FILTER}");
+    Ok(c.query_row(
+        &sql,
+        params![store, q.status, q.category, like(q.search.as_deref())],
+        |r| r.get(0),
+    )?)
+}
+
+// ---- categories
+
+const CATEGORY_COLUMNS: &str = "id, store_id, parent_id, name, slug, created_at, updated_at";
+
+fn category_row(r: &Row<'_>) -> rusqlite::Result<CategoryOut> {
+    Ok(CategoryOut {
+        id: r.get(0)?,
+        store_id: r.get(1)?,
+        parent_id: r.get(2)?,
+        name: r.get(3)?,
+        slug: r.get(4)?,
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+    })
+}
+
+pub fn get_category(
+    c: &Connection,
+    store: StoreId,
+    id: CategoryId,
+) -> Result<Option<CategoryOut>, AppError> {
+    let sql = format!("SELECT {CATEGORY_COLUMNS} FROM categories WHERE store_id = ?1 AND id = ?2");
+    Ok(c.query_row(&sql, params![store, id], category_row)
+        .optional()?)
+}
+
+/// Whether making `parent` the parent of `id` would close a loop (`parent` is `id` or one of
+/// its descendants).
+pub fn would_cycle(c: &Connection, id: CategoryId, parent: CategoryId) -> Result<bool, AppError> {
+    Ok(c.query_row(
+        "WITH RECURSIVE up(id) AS (
+            SELECT ?2 UNION SELECT c.parent_id FROM categories c JOIN up ON c.id = up.id
+            WHERE c.parent_id IS NOT NULL)
+         SELECT EXISTS (SELECT 1 FROM up WHERE id = ?1)",
+        params![id, parent],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn insert_category(tx: &Transaction<'_>, out: &CategoryOut) -> Result<(), AppError> {
+    tx.execute(
+        "INSERT INTO categories (id, store_id, parent_id, name, slug, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        params![
+            out.id,
+            out.store_id,
+            out.parent_id,
+            out.name,
+            out.slug,
+            out.created_at
+        ],
+    )
+    .on_constraint("categories.slug", |_| {
+        AppError::conflict(
+            ErrorCode::Conflict,
+            format!("slug {} is already used in this store", out.slug),
+        )
+    })?;
+    Ok(())
+}
+
+pub fn update_category(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CategoryId,
+    name: Option<&str>,
+    slug: Option<&str>,
+    parent: Option<Option<CategoryId>>,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let n = tx
+        .execute(
+            "UPDATE categories SET name = COALESCE(?3, name), slug = COALESCE(?4, slug),
+                    parent_id = CASE WHEN ?5 THEN ?6 ELSE parent_id END, updated_at = ?7
+             WHERE store_id = ?1 AND id = ?2",
+            params![
+                store,
+                id,
+                name,
+                slug,
+                parent.is_some(),
+                parent.flatten(),
+                time::format(now)
+            ],
+        )
+        .on_constraint("categories.slug", |_| {
+            AppError::conflict(
+                ErrorCode::Conflict,
+                "that slug is already used in this store",
+            )
+        })?;
+    Ok(n == 1)
+}
+
+pub fn delete_category(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CategoryId,
+) -> Result<bool, AppError> {
+    Ok(tx.execute(
+        "DELETE FROM categories WHERE store_id = ?1 AND id = ?2",
+        params![store, id],
+    )? == 1)
+}
+
+/// The store's categories by name.
+pub fn list_categories(
+    c: &Connection,
+    store: StoreId,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<CategoryOut>, AppError> {
+    let (name, id) = after.cloned().unwrap_or_default();
+    let sql = format!(
+        "SELECT {CATEGORY_COLUMNS} FROM categories WHERE store_id = ?1 AND (name, id) > (?2, ?3)
+         ORDER BY name, id LIMIT ?4 OFFSET ?5"
+    );
+    c.prepare_cached(&sql)?
+        .query_map(params![store, name, id, limit, offset], category_row)?
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
+}
+
+pub fn count_categories(c: &Connection, store: StoreId) -> Result<i64, AppError> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) FROM categories WHERE store_id = ?1",
+        [store],
+        |r| r.get(0),
+    )?)
+}
