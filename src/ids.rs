@@ -91,3 +91,4 @@ id_type!(AttemptId);
 id_type!(ProductId);
 id_type!(VariantId);
 id_type!(CategoryId);
+id_type!(CustomerId);

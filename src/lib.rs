@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod customers;
 pub mod db;
 pub mod events;
 pub mod http;
@@ -49,6 +50,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(audit::routes())
         .merge(webhooks::routes())
         .merge(catalog::routes())
+        .merge(customers::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

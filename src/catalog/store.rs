@@ -339,16 +339,6 @@ const PRODUCT_FILTER: &str = "p.store_id = ?1
     AND (?4 IS NULL OR p.title LIKE ?4 ESCAPE '\\'
          OR EXISTS (SELECT 1 FROM variants v WHERE v.product_id = p.id AND v.sku LIKE ?4 ESCAPE '\\'))";
 
-fn like(search: Option<&str>) -> Option<String> {
-    search.map(|s| {
-        let escaped = s
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        format!("%{escaped}%")
-    })
-}
-
 pub fn list_products(
     c: &Connection,
     store: StoreId,
@@ -383,7 +373,7 @@ pub fn list_products(
                 store,
                 q.status,
                 q.category,
-                like(q.search.as_deref()),
+                q.search.as_deref().map(crate::db::contains_pattern),
                 k,
                 i,
                 limit,
@@ -399,7 +389,12 @@ pub fn count_products(c: &Connection, store: StoreId, q: &ProductQuery) -> Resul
     let sql = format!("SELECT COUNT(*) FROM products p WHERE {PRODUCT_FILTER}");
     Ok(c.query_row(
         &sql,
-        params![store, q.status, q.category, like(q.search.as_deref())],
+        params![
+            store,
+            q.status,
+            q.category,
+            q.search.as_deref().map(crate::db::contains_pattern)
+        ],
         |r| r.get(0),
     )?)
 }

@@ -136,6 +136,16 @@ impl Db {
     }
 }
 
+/// A `LIKE ... ESCAPE '\'` pattern matching text that contains `s`, with `%` and `_` in
+/// `s` matching themselves.
+pub fn contains_pattern(s: &str) -> String {
+    let escaped = s
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
 /// Runs blocking work on tokio's blocking pool and re-raises its panic on the caller, so a
 /// panicking query is reported like a panicking handler (vaultwarden `run_blocking`).
 pub async fn run_blocking<T, F>(f: F) -> T

@@ -4,6 +4,7 @@ mod api_tokens;
 mod catalog;
 mod cli;
 mod conventions;
+mod customers;
 mod helpers;
 mod idempotency;
 mod identity;

@@ -367,6 +367,7 @@ async fn the_authorization_table_for_store_routes() {
     )
     .await;
     let category_path = made("categories", json!({"name": "First"})).await;
+    let customer_path = made("customers", json!({"name": "First"})).await;
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -546,6 +547,34 @@ async fn the_authorization_table_for_store_routes() {
             Some(json!({"name": "Renamed"})),
             Some("categories.write"),
             &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{p}/customers"),
+            None,
+            Some("customers.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/customers"),
+            Some(json!({"name": "C", "email": "c{n}@example.com"})),
+            Some("customers.write"),
+            &["owner", "admin", "staff"],
+        ),
+        (
+            get(),
+            customer_path.clone(),
+            None,
+            Some("customers.read"),
+            all_roles,
+        ),
+        (
+            patch(),
+            customer_path.clone(),
+            Some(json!({"name": "Renamed"})),
+            Some("customers.write"),
+            &["owner", "admin", "staff"],
         ),
         (
             post(),

@@ -1,0 +1,268 @@
+//! Customer handlers.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use super::model::{Address, CustomerFilter, CustomerIn, CustomerOut, CustomerPatch};
+use super::store::{self, Fields};
+use crate::audit::{self, Actor};
+use crate::catalog::handlers::text;
+use crate::events;
+use crate::http::auth::StoreScope;
+use crate::http::error::AppError;
+use crate::http::extract::{Json, Path};
+use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::permissions::Permission;
+use crate::ids::{CustomerId, StoreId};
+use crate::state::AppState;
+
+type ErrorBody = crate::http::error::ErrorBody;
+
+fn not_found() -> AppError {
+    AppError::not_found("customer")
+}
+
+/// A trimmed, lowercased e-mail with one `@` and a dot in its domain; empty clears it.
+fn email(v: &str) -> Result<Option<String>, AppError> {
+    let e = v.trim().to_lowercase();
+    if e.is_empty() {
+        return Ok(None);
+    }
+    let ok = e.len() <= 254
+        && e.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+        })
+        && !e.chars().any(char::is_whitespace);
+    if ok {
+        Ok(Some(e))
+    } else {
+        Err(AppError::validation([(
+            "email",
+            "is not an e-mail address",
+        )]))
+    }
+}
+
+/// Digits with an optional leading `+` and common separators; empty clears it.
+fn phone(v: &str) -> Result<Option<String>, AppError> {
+    let p = v.trim();
+    if p.is_empty() {
+        return Ok(None);
+    }
+    let digits = p.chars().filter(char::is_ascii_digit).count();
+    let ok = (6..=15).contains(&digits)
+        && p.chars()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_digit() || " -().".contains(c) || (c == '+' && i == 0));
+    if ok {
+        Ok(Some(p.to_owned()))
+    } else {
+        Err(AppError::validation([(
+            "phone",
+            "must be a phone number (6 to 15 digits)",
+        )]))
+    }
+}
+
+fn addresses(a: &[Address]) -> Result<Vec<Address>, AppError> {
+    if a.len() > 20 {
+        return Err(AppError::validation([(
+            "addresses",
+            "at most 20 addresses",
+        )]));
+    }
+    let long = a.iter().flat_map(|x| {
+        [
+            &x.name,
+            &x.line1,
+            &x.line2,
+            &x.city,
+            &x.region,
+            &x.postal_code,
+            &x.country,
+            &x.phone,
+        ]
+    });
+    if long.flatten().any(|s| s.chars().count() > 255) {
+        return Err(AppError::validation([(
+            "addresses",
+            "fields are at most 255 characters",
+        )]));
+    }
+    Ok(a.to_vec())
+}
+
+/// The store's customers, newest first; `search` matches name, e-mail or phone.
+#[utoipa::path(get, path = "/stores/{store_id}/customers", tag = "customers", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path), PageQuery, CustomerFilter),
+    responses((status = 200, body = Page<CustomerOut>), (status = 403, body = ErrorBody)))]
+pub async fn list_customers(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Paged(page, f): Paged<CustomerFilter>,
+) -> Result<Json<Page<CustomerOut>>, AppError> {
+    scope.require(Permission::CustomersRead)?;
+    let store = scope.store_id;
+    let search = f
+        .search
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    let s2 = search.clone();
+    let page = page
+        .list(
+            &st.db,
+            &format!("customers:{store}:{}", search.as_deref().unwrap_or("")),
+            move |c, after, limit, offset| {
+                store::list(c, store, search.as_deref(), after, limit, offset)
+            },
+            move |c| store::count(c, store, s2.as_deref()),
+            |c| (c.created_at.clone(), c.id.to_string()),
+            |c| c,
+        )
+        .await?;
+    Ok(Json(page))
+}
+
+/// Creates a customer.
+#[utoipa::path(post, path = "/stores/{store_id}/customers", tag = "customers", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path)), request_body = CustomerIn,
+    responses((status = 201, body = CustomerOut), (status = 409, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+pub async fn create_customer(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Json(input): Json<CustomerIn>,
+) -> Result<(StatusCode, Json<CustomerOut>), AppError> {
+    scope.require(Permission::CustomersWrite)?;
+    let f = Fields {
+        name: Some(text("name", &input.name, 1, 255)?),
+        email: Some(input.email.as_deref().map(email).transpose()?.flatten()),
+        phone: Some(input.phone.as_deref().map(phone).transpose()?.flatten()),
+        addresses: Some(addresses(input.addresses.as_deref().unwrap_or_default())?),
+        accepts_marketing: input.accepts_marketing,
+    };
+    let (store, actor, now) = (scope.store_id, Actor::of(&scope), st.clock.now());
+    let out = st
+        .db
+        .write(move |tx| {
+            let id = CustomerId::new();
+            store::insert(tx, store, id, &f, now)?;
+            let c = store::get(tx, store, id)?.ok_or_else(not_found)?;
+            events::record(tx, Some(store), "customers.created", &c, now)?;
+            audit::record(
+                tx,
+                &actor,
+                "customer.created",
+                "customer",
+                &id.to_string(),
+                now,
+            )?;
+            Ok(c)
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(out)))
+}
+
+/// One customer.
+#[utoipa::path(get, path = "/stores/{store_id}/customers/{customer_id}", tag = "customers",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("customer_id" = CustomerId, Path)),
+    responses((status = 200, body = CustomerOut), (status = 404, body = ErrorBody)))]
+pub async fn get_customer(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, CustomerId)>,
+) -> Result<Json<CustomerOut>, AppError> {
+    scope.require(Permission::CustomersRead)?;
+    let (store, id) = (scope.store_id, ids.1);
+    st.db
+        .read(move |c| store::get(c, store, id))
+        .await?
+        .map(Json)
+        .ok_or_else(not_found)
+}
+
+/// Changes any subset; an empty `email` or `phone` clears it.
+#[utoipa::path(patch, path = "/stores/{store_id}/customers/{customer_id}", tag = "customers",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("customer_id" = CustomerId, Path)),
+    request_body = CustomerPatch,
+    responses((status = 200, body = CustomerOut), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn update_customer(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, CustomerId)>,
+    Json(input): Json<CustomerPatch>,
+) -> Result<Json<CustomerOut>, AppError> {
+    scope.require(Permission::CustomersWrite)?;
+    let f = Fields {
+        name: input
+            .name
+            .as_deref()
+            .map(|n| text("name", n, 1, 255))
+            .transpose()?,
+        email: input.email.as_deref().map(email).transpose()?,
+        phone: input.phone.as_deref().map(phone).transpose()?,
+        addresses: input.addresses.as_deref().map(addresses).transpose()?,
+        accepts_marketing: input.accepts_marketing,
+    };
+    let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
+    let out = st
+        .db
+        .write(move |tx| {
+            if !store::update(tx, store, id, &f, now)? {
+                return Err(not_found());
+            }
+            let c = store::get(tx, store, id)?.ok_or_else(not_found)?;
+            events::record(tx, Some(store), "customers.updated", &c, now)?;
+            audit::record(
+                tx,
+                &actor,
+                "customer.updated",
+                "customer",
+                &id.to_string(),
+                now,
+            )?;
+            Ok(c)
+        })
+        .await?;
+    Ok(Json(out))
+}
+
+/// Deletes a customer.
+#[utoipa::path(delete, path = "/stores/{store_id}/customers/{customer_id}", tag = "customers",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("customer_id" = CustomerId, Path)),
+    responses((status = 204), (status = 404, body = ErrorBody)))]
+pub async fn delete_customer(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, CustomerId)>,
+) -> Result<StatusCode, AppError> {
+    scope.require(Permission::CustomersWrite)?;
+    let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
+    st.db
+        .write(move |tx| {
+            if !store::delete(tx, store, id)? {
+                return Err(not_found());
+            }
+            events::record(
+                tx,
+                Some(store),
+                "customers.deleted",
+                &serde_json::json!({ "id": id }),
+                now,
+            )?;
+            audit::record(
+                tx,
+                &actor,
+                "customer.deleted",
+                "customer",
+                &id.to_string(),
+                now,
+            )
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,64 @@
+//! Customer DTOs.
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::ids::{CustomerId, StoreId};
+
+/// A postal address. Every field is optional text; `country` is an ISO 3166-1 alpha-2 code.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Address {
+    pub name: Option<String>,
+    pub line1: Option<String>,
+    pub line2: Option<String>,
+    pub city: Option<String>,
+    pub region: Option<String>,
+    pub postal_code: Option<String>,
+    pub country: Option<String>,
+    pub phone: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomerIn {
+    pub name: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub addresses: Option<Vec<Address>>,
+    /// Default false.
+    pub accepts_marketing: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomerPatch {
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub addresses: Option<Vec<Address>>,
+    pub accepts_marketing: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CustomerOut {
+    pub id: CustomerId,
+    pub store_id: StoreId,
+    pub name: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub addresses: Vec<Address>,
+    pub accepts_marketing: bool,
+    pub orders_count: i64,
+    pub total_spent_cents: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CustomerFilter {
+    /// Part of a name, e-mail or phone, case-insensitive.
+    pub search: Option<String>,
+}

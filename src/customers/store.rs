@@ -1,0 +1,160 @@
+//! SQL of customers; every query is scoped by store.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::model::{Address, CustomerOut};
+use crate::http::error::{AppError, ErrorCode, ResultExt};
+use crate::http::page::Position;
+use crate::ids::{CustomerId, StoreId};
+use crate::time;
+
+const COLUMNS: &str =
+    "id, store_id, name, email, phone, addresses, accepts_marketing, orders_count,
+                       total_spent_cents, created_at, updated_at";
+
+fn row(r: &Row<'_>) -> rusqlite::Result<CustomerOut> {
+    Ok(CustomerOut {
+        id: r.get(0)?,
+        store_id: r.get(1)?,
+        name: r.get(2)?,
+        email: r.get(3)?,
+        phone: r.get(4)?,
+        addresses: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+        accepts_marketing: r.get(6)?,
+        orders_count: r.get(7)?,
+        total_spent_cents: r.get(8)?,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
+    })
+}
+
+fn email_taken(_: rusqlite::Error) -> AppError {
+    AppError::conflict(
+        ErrorCode::Conflict,
+        "a customer of this store already has that e-mail",
+    )
+}
+
+fn addresses_json(a: &[Address]) -> Result<String, AppError> {
+    serde_json::to_string(a).map_err(AppError::internal)
+}
+
+/// The fields a write sets; None leaves a field as it is (on update).
+#[derive(Debug, Default)]
+pub struct Fields {
+    pub name: Option<String>,
+    /// Some(None) clears the e-mail.
+    pub email: Option<Option<String>>,
+    pub phone: Option<Option<String>>,
+    pub addresses: Option<Vec<Address>>,
+    pub accepts_marketing: Option<bool>,
+}
+
+pub fn insert(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CustomerId,
+    f: &Fields,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    tx.execute(
+        "INSERT INTO customers (id, store_id, name, email, phone, addresses, accepts_marketing,
+                                created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+        params![
+            id,
+            store,
+            f.name,
+            f.email.clone().flatten(),
+            f.phone.clone().flatten(),
+            addresses_json(f.addresses.as_deref().unwrap_or_default())?,
+            f.accepts_marketing.unwrap_or(false),
+            time::format(now)
+        ],
+    )
+    .on_constraint("customers.email", email_taken)?;
+    Ok(())
+}
+
+/// Applies `f`; false when the store has no such customer.
+pub fn update(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CustomerId,
+    f: &Fields,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let addresses = f.addresses.as_deref().map(addresses_json).transpose()?;
+    let n = tx
+        .execute(
+            "UPDATE customers SET name = COALESCE(?3, name),
+                    email = CASE WHEN ?4 THEN ?5 ELSE email END,
+                    phone = CASE WHEN ?6 THEN ?7 ELSE phone END,
+                    addresses = COALESCE(?8, addresses),
+                    accepts_marketing = COALESCE(?9, accepts_marketing), updated_at = ?10
+             WHERE store_id = ?1 AND id = ?2",
+            params![
+                store,
+                id,
+                f.name,
+                f.email.is_some(),
+                f.email.clone().flatten(),
+                f.phone.is_some(),
+                f.phone.clone().flatten(),
+                addresses,
+                f.accepts_marketing,
+                time::format(now)
+            ],
+        )
+        .on_constraint("customers.email", email_taken)?;
+    Ok(n == 1)
+}
+
+pub fn get(
+    c: &Connection,
+    store: StoreId,
+    id: CustomerId,
+) -> Result<Option<CustomerOut>, AppError> {
+    let sql = format!("SELECT {COLUMNS} FROM customers WHERE store_id = ?1 AND id = ?2");
+    Ok(c.query_row(&sql, params![store, id], row).optional()?)
+}
+
+pub fn delete(tx: &Transaction<'_>, store: StoreId, id: CustomerId) -> Result<bool, AppError> {
+    Ok(tx.execute(
+        "DELETE FROM customers WHERE store_id = ?1 AND id = ?2",
+        params![store, id],
+    )? == 1)
+}
+
+const FILTER: &str = "store_id = ?1 AND (?2 IS NULL OR name LIKE ?2 ESCAPE '\\'
+    OR email LIKE ?2 ESCAPE '\\' OR phone LIKE ?2 ESCAPE '\\')";
+
+/// The store's customers, newest first.
+pub fn list(
+    c: &Connection,
+    store: StoreId,
+    search: Option<&str>,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<CustomerOut>, AppError> {
+    let (at, id) = after
+        .cloned()
+        .unwrap_or_else(|| ("9999".into(), String::new()));
+    let sql = format!(
+        "SELECT {COLUMNS} FROM customers WHERE {FILTER} AND (created_at, id) < (?3, ?4)
+         ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6"
+    );
+    let pattern = search.map(crate::db::contains_pattern);
+    c.prepare_cached(&sql)?
+        .query_map(params![store, pattern, at, id, limit, offset], row)?
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
+}
+
+pub fn count(c: &Connection, store: StoreId, search: Option<&str>) -> Result<i64, AppError> {
+    let sql = format!("SELECT COUNT(*) FROM customers WHERE {FILTER}");
+    let pattern = search.map(crate::db::contains_pattern);
+    Ok(c.query_row(&sql, params![store, pattern], |r| r.get(0))?)
+}
