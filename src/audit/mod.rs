@@ -61,6 +61,24 @@ impl Actor {
 }
 
 /// Records one write, in the caller's transaction.
+/// A store change with its webhook event: the event `event` (whose payload is `data`) and the
+/// audit entry `action` on `resource_type`/`resource_id`, both in the caller's transaction.
+/// Domain writes end with this, so neither is forgotten.
+#[allow(clippy::too_many_arguments)]
+pub fn change(
+    tx: &Transaction<'_>,
+    actor: &Actor,
+    event: &str,
+    data: &impl serde::Serialize,
+    action: &str,
+    resource_type: &str,
+    resource_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    crate::events::record(tx, actor.store_id, event, data, now)?;
+    record(tx, actor, action, resource_type, resource_id, now)
+}
+
 pub fn record(
     tx: &Transaction<'_>,
     actor: &Actor,

@@ -6,7 +6,6 @@ use axum::http::StatusCode;
 use super::model::{ProductFilter, ProductIn, ProductOut, ProductPatch, ProductStatus, VariantIn};
 use super::store::{self, ProductQuery, Sort};
 use crate::audit::{self, Actor};
-use crate::events;
 use crate::http::auth::StoreScope;
 use crate::http::error::AppError;
 use crate::http::extract::{Json, Path};
@@ -213,10 +212,11 @@ pub async fn create_product(
             set_children(tx, store, id, Some(&categories), Some(&variants), now)?;
             let p =
                 store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-            events::record(tx, Some(store), "products.created", &p, now)?;
-            audit::record(
+            audit::change(
                 tx,
                 &actor,
+                "products.created",
+                &p,
                 "product.created",
                 "product",
                 &id.to_string(),
@@ -301,10 +301,11 @@ pub async fn update_product(
             )?;
             let p =
                 store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-            events::record(tx, Some(store), "products.updated", &p, now)?;
-            audit::record(
+            audit::change(
                 tx,
                 &actor,
+                "products.updated",
+                &p,
                 "product.updated",
                 "product",
                 &id.to_string(),
@@ -332,16 +333,11 @@ pub async fn delete_product(
             if !store::delete_product(tx, store, id)? {
                 return Err(AppError::not_found("product"));
             }
-            events::record(
-                tx,
-                Some(store),
-                "products.deleted",
-                &serde_json::json!({ "id": id }),
-                now,
-            )?;
-            audit::record(
+            audit::change(
                 tx,
                 &actor,
+                "products.deleted",
+                &serde_json::json!({ "id": id }),
                 "product.deleted",
                 "product",
                 &id.to_string(),

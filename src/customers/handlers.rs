@@ -7,7 +7,6 @@ use super::model::{Address, CustomerFilter, CustomerIn, CustomerOut, CustomerPat
 use super::store::{self, Fields};
 use crate::audit::{self, Actor};
 use crate::catalog::handlers::text;
-use crate::events;
 use crate::http::auth::StoreScope;
 use crate::http::error::AppError;
 use crate::http::extract::{Json, Path};
@@ -151,10 +150,11 @@ pub async fn create_customer(
             let id = CustomerId::new();
             store::insert(tx, store, id, &f, now)?;
             let c = store::get(tx, store, id)?.ok_or_else(not_found)?;
-            events::record(tx, Some(store), "customers.created", &c, now)?;
-            audit::record(
+            audit::change(
                 tx,
                 &actor,
+                "customers.created",
+                &c,
                 "customer.created",
                 "customer",
                 &id.to_string(),
@@ -216,10 +216,11 @@ pub async fn update_customer(
                 return Err(not_found());
             }
             let c = store::get(tx, store, id)?.ok_or_else(not_found)?;
-            events::record(tx, Some(store), "customers.updated", &c, now)?;
-            audit::record(
+            audit::change(
                 tx,
                 &actor,
+                "customers.updated",
+                &c,
                 "customer.updated",
                 "customer",
                 &id.to_string(),
@@ -247,16 +248,11 @@ pub async fn delete_customer(
             if !store::delete(tx, store, id)? {
                 return Err(not_found());
             }
-            events::record(
-                tx,
-                Some(store),
-                "customers.deleted",
-                &serde_json::json!({ "id": id }),
-                now,
-            )?;
-            audit::record(
+            audit::change(
                 tx,
                 &actor,
+                "customers.deleted",
+                &serde_json::json!({ "id": id }),
                 "customer.deleted",
                 "customer",
                 &id.to_string(),
