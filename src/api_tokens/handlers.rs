@@ -9,7 +9,7 @@ use super::store;
 use crate::audit::{self, Actor};
 use crate::http::auth::{StoreScope, missing_permission, scopes_from_json};
 use crate::http::error::{AppError, ErrorCode};
-use crate::http::extract::{Json, Path};
+use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency::no_store;
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
@@ -61,13 +61,7 @@ pub async fn create_token(
     Json(input): Json<TokenIn>,
 ) -> Result<Response, AppError> {
     scope.require(Permission::ApiTokensWrite)?;
-    let name = input.name.trim().to_owned();
-    if name.is_empty() || name.chars().count() > 120 {
-        return Err(AppError::validation([(
-            "name",
-            "must be 1 to 120 characters",
-        )]));
-    }
+    let name = text("name", &input.name, 1, 120)?;
     let scopes = check_scopes(&scope, &input.scopes)?;
     let now = st.clock.now();
     let expires_at = match input.expires_at.as_deref() {

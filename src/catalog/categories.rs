@@ -3,13 +3,13 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::handlers::{check_slug, text};
+use super::handlers::check_slug;
 use super::model::{CategoryIn, CategoryOut, CategoryPatch};
 use super::store;
 use crate::audit::{self, Actor};
 use crate::http::auth::StoreScope;
 use crate::http::error::AppError;
-use crate::http::extract::{Json, Path};
+use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{CategoryId, StoreId};

@@ -8,7 +8,7 @@ use super::store::{self, ProductQuery, Sort};
 use crate::audit::{self, Actor};
 use crate::http::auth::StoreScope;
 use crate::http::error::AppError;
-use crate::http::extract::{Json, Path};
+use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{ProductId, StoreId};
@@ -18,16 +18,6 @@ type ErrorBody = crate::http::error::ErrorBody;
 
 fn bad(field: &str, msg: impl Into<String>) -> AppError {
     AppError::validation([(field.to_owned(), msg.into())])
-}
-
-/// Trimmed text of `min..=max` characters.
-pub fn text(field: &str, v: &str, min: usize, max: usize) -> Result<String, AppError> {
-    let t = v.trim();
-    let n = t.chars().count();
-    if n < min || n > max {
-        return Err(bad(field, format!("must be {min} to {max} characters")));
-    }
-    Ok(t.to_owned())
 }
 
 /// A slug as given: lowercase letters, digits and single hyphens.

@@ -6,10 +6,9 @@ use axum::http::StatusCode;
 use super::model::{Address, CustomerFilter, CustomerIn, CustomerOut, CustomerPatch};
 use super::store::{self, Fields};
 use crate::audit::{self, Actor};
-use crate::catalog::handlers::text;
 use crate::http::auth::StoreScope;
 use crate::http::error::AppError;
-use crate::http::extract::{Json, Path};
+use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{CustomerId, StoreId};
@@ -21,21 +20,12 @@ fn not_found() -> AppError {
     AppError::not_found("customer")
 }
 
-/// A trimmed, lowercased e-mail with one `@` and a dot in its domain; empty clears it.
+/// The e-mail as accounts store it (trimmed, lowercased, the same loose check); empty clears it.
 fn email(v: &str) -> Result<Option<String>, AppError> {
-    let e = v.trim().to_lowercase();
+    let e = crate::auth::handlers::normalize_email(v);
     if e.is_empty() {
-        return Ok(None);
-    }
-    let ok = e.len() <= 254
-        && e.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-        })
-        && !e.chars().any(char::is_whitespace);
-    if ok {
+        Ok(None)
+    } else if crate::setup::store::looks_like_email(&e) {
         Ok(Some(e))
     } else {
         Err(AppError::validation([(

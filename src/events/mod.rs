@@ -11,13 +11,15 @@ use crate::ids::{EventId, StoreId};
 use crate::jobs::{self, Job};
 use crate::time;
 
-/// The JSON body every delivery of an event carries, fields in the spec's order.
-#[derive(Serialize)]
-struct Envelope<'a, T: Serialize> {
-    event: &'a str,
-    store_id: Option<StoreId>,
-    timestamp: i64,
-    data: &'a T,
+/// The JSON body every delivery of an event carries, fields in the spec's order, around the
+/// already-serialized `data`. Recording and the rebuild of events stored before bodies were
+/// (see `webhooks::delivery`) both use it, so the two give the same bytes.
+pub fn envelope(name: &str, store_id: Option<StoreId>, timestamp: i64, data_json: &str) -> String {
+    format!(
+        r#"{{"event":{},"store_id":{},"timestamp":{timestamp},"data":{data_json}}}"#,
+        serde_json::Value::from(name),
+        store_id.map_or_else(|| "null".to_owned(), |s| format!("\"{s}\"")),
+    )
 }
 
 /// Records `name` with its `data` payload and enqueues its deliveries: one per active webhook
@@ -57,13 +59,7 @@ pub fn record_only(
 ) -> Result<EventId, AppError> {
     let id = EventId::new();
     let payload = serde_json::to_string(data).map_err(AppError::internal)?;
-    let body = serde_json::to_string(&Envelope {
-        event: name,
-        store_id,
-        timestamp: now.timestamp(),
-        data,
-    })
-    .map_err(AppError::internal)?;
+    let body = envelope(name, store_id, now.timestamp(), &payload);
     tx.prepare_cached(
         "INSERT INTO events (id, store_id, name, payload, created_at, body)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

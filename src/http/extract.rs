@@ -69,6 +69,19 @@ pub(crate) fn body_rejection(r: &BytesRejection) -> AppError {
 }
 
 /// Deserializes JSON, telling a syntax error (400) from a field error (422).
+/// Trimmed text of `min..=max` characters, or 422 on `field`.
+pub fn text(field: &str, v: &str, min: usize, max: usize) -> Result<String, AppError> {
+    let t = v.trim();
+    let n = t.chars().count();
+    if n < min || n > max {
+        return Err(AppError::validation([(
+            field.to_owned(),
+            format!("must be {min} to {max} characters"),
+        )]));
+    }
+    Ok(t.to_owned())
+}
+
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {

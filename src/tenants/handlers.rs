@@ -11,7 +11,7 @@ use crate::audit::{self, Actor};
 use crate::auth::model::Locale;
 use crate::http::auth::{Principal, StoreScope, UserSession, missing_permission};
 use crate::http::error::{AppError, ErrorCode};
-use crate::http::extract::{Json, Path};
+use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::http::trace::TraceId;
@@ -20,20 +20,14 @@ use crate::state::AppState;
 
 /// A name of 1 to 120 characters, trimmed.
 fn clean_name(name: &str) -> Result<String, AppError> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 120 {
-        return Err(AppError::validation([(
-            "name",
-            "must be 1 to 120 characters",
-        )]));
-    }
-    if crate::setup::store::slugify(name) == "store" && !name.to_lowercase().contains("store") {
+    let name = text("name", name, 1, 120)?;
+    if crate::setup::store::slugify(&name) == "store" && !name.to_lowercase().contains("store") {
         return Err(AppError::validation([(
             "name",
             "needs at least one letter or digit",
         )]));
     }
-    Ok(name.to_owned())
+    Ok(name)
 }
 
 /// A plausible IANA zone name (`Area/Location`), without shipping a time zone database.

@@ -21,7 +21,7 @@ use super::target::GuardedResolver;
 use crate::config::Config;
 use crate::db::run_blocking;
 use crate::http::error::AppError;
-use crate::ids::{AttemptId, EventId, StoreId, WebhookId};
+use crate::ids::{AttemptId, EventId, WebhookId};
 use crate::jobs::worker::{self, Claimed};
 use crate::jobs::{Job, WEBHOOK_QUEUE};
 use crate::state::AppState;
@@ -176,24 +176,19 @@ async fn claim_round(st: &AppState) -> Result<(Vec<Claimed>, Option<DateTime<Utc
             // Attempts whose dispatcher died mid-request (kill -9): recorded as interrupted,
             // then tried again, or failed if that was the last one.
             let (mut claimed, dead) = worker::claim_expired(tx, WEBHOOK_QUEUE, now, lease, free)?;
-            for c in claimed.iter().chain(&dead) {
+            let interrupted = Outcome {
+                error: Some("interrupted: the server stopped during this attempt".into()),
+                ..Outcome::default()
+            };
+            let again = claimed.iter().map(|c| (c, "pending", Some(now)));
+            for (c, status, next) in again.chain(dead.iter().map(|c| (c, "failed", None))) {
                 if let Ok(Job::WebhookDelivery {
                     event_id,
                     webhook_id,
                     ..
                 }) = &c.job
                 {
-                    let last = dead.iter().any(|d| d.id == c.id);
-                    let outcome = Outcome {
-                        error: Some("interrupted: the server stopped during this attempt".into()),
-                        ..Outcome::default()
-                    };
-                    let (status, next) = if last {
-                        ("failed", None)
-                    } else {
-                        ("pending", Some(now))
-                    };
-                    record_attempt(tx, *webhook_id, *event_id, status, &outcome, now, next)?;
+                    record_attempt(tx, *webhook_id, *event_id, status, &interrupted, now, next)?;
                 }
             }
             let mut lanes = queued_lanes(tx)?;
@@ -300,14 +295,8 @@ fn load(
                     Some(b) => b,
                     // Recorded before bodies were stored: rebuilt the same way every time.
                     None => {
-                        let store: Option<StoreId> = r.get(1)?;
                         let at = time::parse(&r.get::<_, String>(2)?).map_or(0, |t| t.timestamp());
-                        format!(
-                            r#"{{"event":{},"store_id":{},"timestamp":{at},"data":{}}}"#,
-                            serde_json::Value::from(name.clone()),
-                            store.map_or("null".into(), |s| format!("\"{s}\"")),
-                            r.get::<_, String>(3)?
-                        )
+                        crate::events::envelope(&name, r.get(1)?, at, &r.get::<_, String>(3)?)
                     }
                 };
                 Ok(Event { name, body })

@@ -490,13 +490,11 @@ async fn do_subscribe(
     let row = st
         .db
         .write(move |tx| {
-            // Checked again here: it may have been deleted since.
-            store::get(tx, store, id)?.ok_or_else(not_found)?;
+            // Touching it also checks it still exists: it may have been deleted since.
+            if !store::update(tx, store, id, None, None, None, now)? {
+                return Err(not_found());
+            }
             store::subscribe(tx, store, id, &events, now)?;
-            tx.execute(
-                "UPDATE webhooks SET updated_at = ?2 WHERE id = ?1",
-                rusqlite::params![id, time::format(now)],
-            )?;
             audit::record(
                 tx,
                 &actor,
@@ -524,10 +522,7 @@ async fn do_unsubscribe(
             if !store::unsubscribe(tx, store, id, &event)? {
                 return Err(AppError::not_found("subscription"));
             }
-            tx.execute(
-                "UPDATE webhooks SET updated_at = ?2 WHERE id = ?1",
-                rusqlite::params![id, time::format(now)],
-            )?;
+            store::update(tx, store, id, None, None, None, now)?;
             audit::record(
                 tx,
                 &actor,

@@ -122,7 +122,8 @@ pub fn count(c: &Connection, store: StoreId, event: Option<&str>) -> Result<i64,
     )?)
 }
 
-/// Applies the given changes; false when the store has no such webhook.
+/// Applies the given changes (none: only `updated_at`); false when the store has no such
+/// webhook.
 pub fn update(
     tx: &Transaction<'_>,
     store: StoreId,
