@@ -19,7 +19,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP API, the job workers and the scheduler until SIGTERM or Ctrl-C.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Create the first user, organization and store (the user becomes owner); prints
     /// `{"user_id", "tenant_id", "store_id"}` as one JSON object.
     Setup(SetupArgs),
@@ -225,6 +225,15 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub platform_webhook_secret: Option<String>,
+
+    /// The payment provider's API base URL. Set, API orders are paid through it and refunded
+    /// with `POST {base}/payments/{payment_id}/refunds`; unset, payments are recorded by hand.
+    #[arg(long, env = "MERCHANT_ADMIN_PAYMENTS_API_BASE")]
+    pub payments_api_base: Option<String>,
+
+    /// Bearer token for --payments-api-base.
+    #[arg(long, env = "MERCHANT_ADMIN_PAYMENTS_API_KEY", hide_env_values = true)]
+    pub payments_api_key: Option<String>,
 
     /// When unversioned paths were deprecated (RFC 3339); sent as the `Deprecation` header.
     #[arg(

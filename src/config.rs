@@ -55,6 +55,8 @@ pub struct Config {
     pub allow_private_webhook_targets: bool,
     /// The operator's webhook for platform events (`user.created`).
     pub platform_webhook: Option<PlatformWebhook>,
+    /// Where API orders are paid and refunded.
+    pub payments: crate::orders::payments::PaymentsConfig,
 }
 
 /// Where platform events go, and the secret that signs them.
@@ -120,6 +122,7 @@ impl Config {
             webhook_endpoint_concurrency: 8,
             allow_private_webhook_targets: false,
             platform_webhook: None,
+            payments: crate::orders::payments::PaymentsConfig::Manual,
         }
     }
 
@@ -149,6 +152,7 @@ impl Config {
             webhook_endpoint_concurrency: a.webhook_endpoint_concurrency.into(),
             allow_private_webhook_targets: a.allow_private_webhook_targets,
             platform_webhook: platform_webhook(a)?,
+            payments: payments_config(a)?,
             deprecation_date: date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date
@@ -211,6 +215,30 @@ fn msgapp_config(a: &ServeArgs) -> anyhow::Result<MsgappConfig> {
             }
         }
     })
+}
+
+fn payments_config(a: &ServeArgs) -> anyhow::Result<crate::orders::payments::PaymentsConfig> {
+    use crate::orders::payments::PaymentsConfig;
+    match &a.payments_api_base {
+        None => {
+            if a.payments_api_key.is_some() {
+                anyhow::bail!("--payments-api-key needs --payments-api-base");
+            }
+            Ok(PaymentsConfig::Manual)
+        }
+        Some(base) => {
+            let url =
+                url::Url::parse(base).map_err(|e| anyhow::anyhow!("--payments-api-base: {e}"))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                anyhow::bail!("--payments-api-base must be an http(s) URL");
+            }
+            Ok(PaymentsConfig::Http {
+                api_base: base.clone(),
+                api_key: a.payments_api_key.clone().filter(|k| !k.is_empty()),
+                timeout: Duration::from_secs(30),
+            })
+        }
+    }
 }
 
 fn platform_webhook(a: &ServeArgs) -> anyhow::Result<Option<PlatformWebhook>> {

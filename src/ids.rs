@@ -92,3 +92,8 @@ id_type!(ProductId);
 id_type!(VariantId);
 id_type!(CategoryId);
 id_type!(CustomerId);
+id_type!(OrderId);
+id_type!(PaymentId);
+id_type!(RefundId);
+id_type!(ReviewId);
+id_type!(AdjustmentId);

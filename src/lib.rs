@@ -14,8 +14,10 @@ pub mod db;
 pub mod events;
 pub mod http;
 pub mod ids;
+pub mod inventory;
 pub mod jobs;
 pub mod msgapp;
+pub mod orders;
 pub mod secrets;
 pub mod setup;
 pub mod state;
@@ -51,6 +53,8 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(webhooks::routes())
         .merge(catalog::routes())
         .merge(customers::routes())
+        .merge(orders::routes())
+        .merge(inventory::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

@@ -63,6 +63,7 @@ fn check_variants(variants: &[VariantIn]) -> Result<Vec<VariantIn>, AppError> {
             ("compare_at_price_cents", v.compare_at_price_cents),
             ("weight_grams", v.weight_grams),
             ("on_hand", v.on_hand),
+            ("low_stock_threshold", v.low_stock_threshold),
         ] {
             if val.is_some_and(|n| n < 0) {
                 return Err(bad(&at(name), "must be 0 or more"));

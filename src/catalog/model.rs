@@ -46,6 +46,8 @@ pub struct VariantIn {
     pub weight_grams: Option<i64>,
     /// Initial stock of a new variant (default 0); change stock later with adjustments.
     pub on_hand: Option<i64>,
+    /// `inventory.low_stock` fires when available units fall to this (default 5).
+    pub low_stock_threshold: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

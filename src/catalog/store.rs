@@ -179,7 +179,8 @@ pub fn set_variants(
             Some(id) => {
                 tx.execute(
                     "UPDATE variants SET position = ?2, sku = ?3, title = ?4, price_cents = ?5,
-                            compare_at_price_cents = ?6, weight_grams = ?7, updated_at = ?8
+                            compare_at_price_cents = ?6, weight_grams = ?7, updated_at = ?8,
+                            low_stock_threshold = COALESCE(?9, low_stock_threshold)
                      WHERE id = ?1",
                     params![
                         id,
@@ -189,7 +190,8 @@ pub fn set_variants(
                         v.price_cents,
                         v.compare_at_price_cents,
                         v.weight_grams,
-                        now_s
+                        now_s,
+                        v.low_stock_threshold
                     ],
                 )
                 .on_constraint("variants.sku", sku_taken(&v.sku))?;
@@ -197,8 +199,9 @@ pub fn set_variants(
             None => {
                 tx.execute(
                     "INSERT INTO variants (id, store_id, product_id, position, sku, title, price_cents,
-                                           compare_at_price_cents, weight_grams, on_hand, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+                                           compare_at_price_cents, weight_grams, on_hand, created_at, updated_at,
+                                           low_stock_threshold)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, COALESCE(?12, 5))",
                     params![
                         VariantId::new(),
                         store,
@@ -210,7 +213,8 @@ pub fn set_variants(
                         v.compare_at_price_cents,
                         v.weight_grams,
                         v.on_hand.unwrap_or(0),
-                        now_s
+                        now_s,
+                        v.low_stock_threshold
                     ],
                 )
                 .on_constraint("variants.sku", sku_taken(&v.sku))?;

@@ -75,6 +75,7 @@ pub enum ErrorCode {
     EmailSendFailed,
     NotificationSendFailed,
     AdnetSyncFailed,
+    PaymentProviderFailed,
     ServiceUnavailable,
     AssistantUnavailable,
 }

@@ -68,7 +68,6 @@ pub(crate) fn body_rejection(r: &BytesRejection) -> AppError {
     }
 }
 
-/// Deserializes JSON, telling a syntax error (400) from a field error (422).
 /// Trimmed text of `min..=max` characters, or 422 on `field`.
 pub fn text(field: &str, v: &str, min: usize, max: usize) -> Result<String, AppError> {
     let t = v.trim();
@@ -82,6 +81,7 @@ pub fn text(field: &str, v: &str, min: usize, max: usize) -> Result<String, AppE
     Ok(t.to_owned())
 }
 
+/// Deserializes JSON, telling a syntax error (400) from a field error (422).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {

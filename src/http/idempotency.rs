@@ -197,30 +197,37 @@ struct Marker {
     armed: bool,
 }
 
-impl Drop for Marker {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
+impl Marker {
+    /// Removes the marker (if still ours and unanswered), so the key can be used again.
+    fn remove(&self) -> impl Future<Output = ()> + use<> {
         let (db, scope, key) = (self.st.db.clone(), self.scope.clone(), self.key.clone());
         let token = self.token.clone();
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let res = db
-                    .write(move |tx| {
-                        tx.execute(
-                            "DELETE FROM idempotency_keys
-                             WHERE scope = ?1 AND key = ?2 AND lock_token = ?3
-                               AND status IS NULL",
-                            params![scope, key, token],
-                        )?;
-                        Ok(())
-                    })
-                    .await;
-                if let Err(e) = res {
-                    tracing::warn!(error = %e, "could not remove an idempotency marker");
-                }
-            });
+        async move {
+            let res = db
+                .write(move |tx| {
+                    tx.execute(
+                        "DELETE FROM idempotency_keys
+                         WHERE scope = ?1 AND key = ?2 AND lock_token = ?3
+                           AND status IS NULL",
+                        params![scope, key, token],
+                    )?;
+                    Ok(())
+                })
+                .await;
+            if let Err(e) = res {
+                tracing::warn!(error = %e, "could not remove an idempotency marker");
+            }
+        }
+    }
+}
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        // A cancelled request or a stream: remove the marker in the background.
+        if self.armed
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(self.remove());
         }
     }
 }
@@ -231,8 +238,15 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     let no_store = res.extensions().get::<NoStore>().is_some();
-    if res.status().is_server_error() || streaming || no_store {
-        return res; // the guard removes the marker
+    if streaming {
+        return res; // the guard removes the marker when the stream ends
+    }
+    if res.status().is_server_error() || no_store {
+        // Removed before answering, so a client retrying at once with the same key is
+        // served rather than told the first request is still running.
+        guard.remove().await;
+        guard.armed = false;
+        return res;
     }
     let (parts, body) = res.into_parts();
     let body = match to_bytes(body, usize::MAX).await {

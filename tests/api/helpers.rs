@@ -179,6 +179,18 @@ impl TestApp {
         .await
     }
 
+    /// A signed-in POST with an `Idempotency-Key`.
+    pub async fn post_idem_as(&self, path: &str, token: &str, key: &str, body: &Value) -> Reply {
+        self.send(
+            self.client
+                .post(self.url(path))
+                .bearer_auth(token)
+                .header("idempotency-key", key)
+                .json(body),
+        )
+        .await
+    }
+
     pub fn calls(&self) -> usize {
         self.probe_calls.load(Ordering::SeqCst)
     }

@@ -368,6 +368,31 @@ async fn the_authorization_table_for_store_routes() {
     .await;
     let category_path = made("categories", json!({"name": "First"})).await;
     let customer_path = made("customers", json!({"name": "First"})).await;
+    let stocked = app
+        .call(
+            post(),
+            &format!("{p}/products"),
+            &owner,
+            Some(json!({"title": "Stocked",
+                        "variants": [{"sku": "STOCKED", "price_cents": 100_000, "on_hand": 1000}]})),
+        )
+        .await;
+    stocked.expect(201);
+    let variant = stocked.body["variants"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let new_order = json!({"customer_id": customer_path.rsplit('/').next().unwrap(),
+                           "items": [{"variant_id": variant, "quantity": 1}]});
+    let order_path = made("orders", new_order.clone()).await;
+    app.call(
+        patch(),
+        &order_path,
+        &owner,
+        Some(json!({"status": "paid"})),
+    )
+    .await
+    .expect(200);
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -574,6 +599,62 @@ async fn the_authorization_table_for_store_routes() {
             customer_path.clone(),
             Some(json!({"name": "Renamed"})),
             Some("customers.write"),
+            &["owner", "admin", "staff"],
+        ),
+        (
+            get(),
+            format!("{p}/orders"),
+            None,
+            Some("orders.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/orders"),
+            Some(new_order.clone()),
+            Some("orders.write"),
+            &["owner", "admin", "staff"],
+        ),
+        (
+            post(),
+            format!("{p}/orders/manual"),
+            Some(new_order.clone()),
+            Some("orders.write"),
+            &["owner", "admin", "staff"],
+        ),
+        (
+            get(),
+            order_path.clone(),
+            None,
+            Some("orders.read"),
+            all_roles,
+        ),
+        (
+            patch(),
+            order_path.clone(),
+            Some(json!({"note": "note {n}"})),
+            Some("orders.write"),
+            &["owner", "admin", "staff"],
+        ),
+        (
+            post(),
+            format!("{order_path}/refund"),
+            Some(json!({"amount_cents": 1})),
+            Some("orders.refund"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{p}/inventory"),
+            None,
+            Some("inventory.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/inventory/{variant}/adjustments"),
+            Some(json!({"delta": 1, "reason": "recount"})),
+            Some("inventory.write"),
             &["owner", "admin", "staff"],
         ),
         (

@@ -22,6 +22,8 @@ use crate::tenants::{get, post};
 /// One request the receiver got.
 #[derive(Debug, Clone)]
 pub struct Hit {
+    /// The request path, e.g. `/hook` or `/payments/{id}/refunds` (fake providers).
+    pub path: String,
     pub headers: HeaderMap,
     pub body: Bytes,
 }
@@ -54,19 +56,29 @@ struct Inner {
     most_in_flight: AtomicUsize,
 }
 
-/// A real HTTP server standing in for a merchant's webhook receiver.
+/// A real HTTP server standing in for a merchant's webhook receiver, or for an outside API
+/// such as the payment provider: it records every POST, whatever the path.
 #[derive(Clone)]
 pub struct Receiver {
+    /// `{base}/hook`.
     pub url: String,
+    /// `http://127.0.0.1:{port}`.
+    pub base: String,
     inner: Arc<Inner>,
 }
 
 async fn receive(
     State(inner): State<Arc<Inner>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, String) {
-    inner.hits.lock().unwrap().push(Hit { headers, body });
+    let path = uri.path().to_owned();
+    inner.hits.lock().unwrap().push(Hit {
+        path,
+        headers,
+        body,
+    });
     let now = inner.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     inner.most_in_flight.fetch_max(now, Ordering::SeqCst);
     let gate = inner.gate.lock().unwrap().clone();
@@ -88,12 +100,16 @@ impl Receiver {
     pub async fn start() -> Self {
         let inner = Arc::new(Inner::default());
         let app = axum::Router::new()
-            .route("/hook", axum::routing::post(receive))
+            .fallback(axum::routing::post(receive))
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Self { url, inner }
+        Self {
+            url: format!("{base}/hook"),
+            base,
+            inner,
+        }
     }
 
     /// Answers these statuses to the next requests, then 200.

@@ -1,0 +1,123 @@
+//! Stock handlers.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use super::model::{AdjustmentIn, AdjustmentOut, InventoryFilter, InventoryItem};
+use super::store::{self, Change};
+use crate::audit::{self, Actor};
+use crate::http::auth::StoreScope;
+use crate::http::error::{AppError, ErrorCode};
+use crate::http::extract::{Json, Path, text};
+use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::permissions::Permission;
+use crate::ids::{AdjustmentId, StoreId, VariantId};
+use crate::state::AppState;
+
+type ErrorBody = crate::http::error::ErrorBody;
+
+/// 409 `insufficient_stock`, naming the variant and what it has.
+pub fn insufficient(level: &InventoryItem, wanted: i64) -> AppError {
+    AppError::conflict(
+        ErrorCode::InsufficientStock,
+        format!(
+            "SKU {} has {} available, {wanted} needed",
+            level.sku, level.available
+        ),
+    )
+    .with_details(serde_json::json!({
+        "variant_id": level.variant_id,
+        "sku": level.sku,
+        "available": level.available,
+        "requested": wanted,
+    }))
+}
+
+/// Every variant's stock, by SKU; filters `product_id` and `low_stock`.
+#[utoipa::path(get, path = "/stores/{store_id}/inventory", tag = "inventory", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path), PageQuery, InventoryFilter),
+    responses((status = 200, body = Page<InventoryItem>), (status = 403, body = ErrorBody)))]
+pub async fn list_inventory(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Paged(page, f): Paged<InventoryFilter>,
+) -> Result<Json<Page<InventoryItem>>, AppError> {
+    scope.require(Permission::InventoryRead)?;
+    let store = scope.store_id;
+    let (product, low) = (f.product_id, f.low_stock);
+    let scope_key = format!(
+        "inventory:{store}:{}:{}",
+        product.map(|p| p.to_string()).unwrap_or_default(),
+        low.map(|l| l.to_string()).unwrap_or_default()
+    );
+    let page = page
+        .list(
+            &st.db,
+            &scope_key,
+            move |c, after, limit, offset| {
+                store::list(c, store, product, low, after, limit, offset)
+            },
+            move |c| store::count(c, store, product, low),
+            |i| (i.sku.clone(), i.variant_id.to_string()),
+            |i| i,
+        )
+        .await?;
+    Ok(Json(page))
+}
+
+/// Adds or takes units off hand. Taking more than is available (on hand and not reserved
+/// by orders) is 409 `insufficient_stock`.
+#[utoipa::path(post, path = "/stores/{store_id}/inventory/{variant_id}/adjustments", tag = "inventory",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("variant_id" = VariantId, Path)),
+    request_body = AdjustmentIn,
+    responses((status = 201, body = AdjustmentOut), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn adjust_stock(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, VariantId)>,
+    Json(input): Json<AdjustmentIn>,
+) -> Result<(StatusCode, Json<AdjustmentOut>), AppError> {
+    scope.require(Permission::InventoryWrite)?;
+    if input.delta == 0 || input.delta.abs() > 1_000_000 {
+        return Err(AppError::validation([(
+            "delta",
+            "must be a non-zero whole number of units, at most 1000000 either way",
+        )]));
+    }
+    let reason = text("reason", &input.reason, 1, 255)?;
+    let (store, variant, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
+    let delta = input.delta;
+    let out = st
+        .db
+        .write(move |tx| {
+            let level = match store::change(tx, store, variant, delta, 0, now)? {
+                Change::Done(level) => level,
+                Change::Missing => return Err(AppError::not_found("variant")),
+                Change::Short(level) => return Err(insufficient(&level, -delta)),
+            };
+            let id = AdjustmentId::new();
+            store::log_adjustment(tx, store, id, &level, delta, &reason, now)?;
+            audit::record(
+                tx,
+                &actor,
+                "inventory.adjusted",
+                "variant",
+                &variant.to_string(),
+                now,
+            )?;
+            Ok(AdjustmentOut {
+                id,
+                variant_id: variant,
+                delta,
+                reason,
+                on_hand: level.on_hand,
+                reserved: level.reserved,
+                available: level.available,
+                low_stock_threshold: level.low_stock_threshold,
+                created_at: crate::time::format(now),
+            })
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(out)))
+}

@@ -1,0 +1,196 @@
+//! Order DTOs and the status lifecycle.
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::ids::{CustomerId, OrderId, PaymentId, ProductId, RefundId, StoreId, VariantId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderStatus {
+    Pending,
+    Paid,
+    Fulfilled,
+    Shipped,
+    Delivered,
+    Cancelled,
+    PartiallyRefunded,
+    Refunded,
+}
+
+impl OrderStatus {
+    pub const ALL: [Self; 8] = [
+        Self::Pending,
+        Self::Paid,
+        Self::Fulfilled,
+        Self::Shipped,
+        Self::Delivered,
+        Self::Cancelled,
+        Self::PartiallyRefunded,
+        Self::Refunded,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Paid => "paid",
+            Self::Fulfilled => "fulfilled",
+            Self::Shipped => "shipped",
+            Self::Delivered => "delivered",
+            Self::Cancelled => "cancelled",
+            Self::PartiallyRefunded => "partially_refunded",
+            Self::Refunded => "refunded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// The statuses `PATCH` may move an order to from this one. Refunds move orders to
+    /// `partially_refunded` and `refunded`; `PATCH` never does.
+    pub fn allowed_next(self) -> &'static [Self] {
+        match self {
+            Self::Pending => &[Self::Paid, Self::Cancelled],
+            Self::Paid => &[Self::Fulfilled, Self::Cancelled],
+            Self::Fulfilled => &[Self::Shipped],
+            Self::Shipped => &[Self::Delivered],
+            Self::Delivered | Self::Cancelled | Self::PartiallyRefunded | Self::Refunded => &[],
+        }
+    }
+
+    /// Whether a refund may move an order in this status to `partially_refunded` or
+    /// `refunded` (a cancelled order with a payment is refunded but stays cancelled).
+    pub fn refund_moves(self) -> bool {
+        matches!(
+            self,
+            Self::Paid
+                | Self::Fulfilled
+                | Self::Shipped
+                | Self::Delivered
+                | Self::PartiallyRefunded
+        )
+    }
+
+    /// The event a move to this status fires.
+    pub fn event(self) -> &'static str {
+        match self {
+            Self::Paid => "orders.paid",
+            Self::Fulfilled => "orders.fulfilled",
+            Self::Shipped => "orders.shipped",
+            Self::Delivered => "orders.delivered",
+            Self::Cancelled => "orders.cancelled",
+            Self::Refunded => "orders.refunded",
+            Self::Pending | Self::PartiallyRefunded => "orders.updated",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OrderItemIn {
+    pub variant_id: VariantId,
+    /// 1 to 10000.
+    pub quantity: i64,
+    /// Manual orders only: the price to charge instead of the variant's.
+    pub unit_price_cents: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OrderIn {
+    pub customer_id: CustomerId,
+    /// 1 to 100 lines, each variant once.
+    pub items: Vec<OrderItemIn>,
+    /// Default 0.
+    pub shipping_cents: Option<i64>,
+    /// Default 0; at most subtotal plus shipping.
+    pub discount_cents: Option<i64>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OrderPatch {
+    /// One of the order's `allowed_status_transitions`.
+    pub status: Option<OrderStatus>,
+    pub note: Option<String>,
+}
+
+/// A line as sold: title, SKU and price are copied from the variant at creation.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct OrderItem {
+    pub variant_id: VariantId,
+    pub product_id: ProductId,
+    /// The product's title.
+    pub title: String,
+    pub variant_title: String,
+    pub sku: String,
+    pub quantity: i64,
+    pub unit_price_cents: i64,
+    pub total_cents: i64,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PaymentOut {
+    pub id: PaymentId,
+    /// `manual` (recorded by hand) or `http` (the payment provider).
+    pub provider: String,
+    pub amount_cents: i64,
+    pub refunded_cents: i64,
+    /// `approved`.
+    pub status: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OrderOut {
+    pub id: OrderId,
+    pub store_id: StoreId,
+    /// Per-store sequence, from 1001.
+    pub number: i64,
+    pub customer_id: Option<CustomerId>,
+    /// `api` or `manual`.
+    pub source: String,
+    pub items: Vec<OrderItem>,
+    pub subtotal_cents: i64,
+    pub shipping_cents: i64,
+    pub discount_cents: i64,
+    pub total_cents: i64,
+    pub refunded_cents: i64,
+    pub currency: String,
+    pub status: OrderStatus,
+    pub allowed_status_transitions: Vec<OrderStatus>,
+    pub payments: Vec<PaymentOut>,
+    pub note: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct OrderFilter {
+    pub status: Option<OrderStatus>,
+    pub customer_id: Option<CustomerId>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefundIn {
+    /// At least 1, at most the refundable balance.
+    pub amount_cents: i64,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RefundOut {
+    pub id: RefundId,
+    pub order_id: OrderId,
+    pub payment_id: PaymentId,
+    pub amount_cents: i64,
+    pub reason: Option<String>,
+    /// `succeeded` once the provider confirmed it.
+    pub status: String,
+    pub created_at: String,
+}

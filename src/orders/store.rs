@@ -1,0 +1,367 @@
+//! SQL of orders, payments and refunds; every query is scoped by store.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use serde_json::value::RawValue;
+
+use super::model::{OrderItem, OrderOut, OrderStatus, PaymentOut, RefundOut};
+use crate::http::error::AppError;
+use crate::http::page::Position;
+use crate::ids::{CustomerId, OrderId, PaymentId, RefundId, StoreId};
+use crate::time;
+
+/// The store's currency: its organization's.
+pub fn currency(c: &Connection, store: StoreId) -> Result<String, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT t.currency FROM stores s JOIN tenants t ON t.id = s.tenant_id WHERE s.id = ?1",
+    )?
+    .query_row([store], |r| r.get(0))?)
+}
+
+/// The next order number of the store (the writer serializes callers).
+pub fn next_number(tx: &Transaction<'_>, store: StoreId) -> Result<i64, AppError> {
+    Ok(tx
+        .prepare_cached("SELECT COALESCE(MAX(number), 1000) + 1 FROM orders WHERE store_id = ?1")?
+        .query_row([store], |r| r.get(0))?)
+}
+
+fn body(o: &OrderOut) -> Result<String, AppError> {
+    serde_json::to_string(o).map_err(AppError::internal)
+}
+
+pub fn insert(tx: &Transaction<'_>, o: &OrderOut) -> Result<(), AppError> {
+    let items = serde_json::to_string(&o.items).map_err(AppError::internal)?;
+    tx.prepare_cached(
+        "INSERT INTO orders (id, store_id, number, customer_id, source, items, subtotal_cents,
+                             shipping_cents, discount_cents, total_cents, refunded_cents, currency,
+                             status, note, created_at, updated_at, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?
+    .execute(params![
+        o.id,
+        o.store_id,
+        o.number,
+        o.customer_id,
+        o.source,
+        items,
+        o.subtotal_cents,
+        o.shipping_cents,
+        o.discount_cents,
+        o.total_cents,
+        o.refunded_cents,
+        o.currency,
+        o.status.as_str(),
+        o.note,
+        o.created_at,
+        o.updated_at,
+        body(o)?
+    ])?;
+    Ok(())
+}
+
+const COLUMNS: &str = "id, store_id, number, customer_id, source, items, subtotal_cents,
+    shipping_cents, discount_cents, total_cents, refunded_cents, currency, status, note,
+    created_at, updated_at";
+
+fn order_row(r: &Row<'_>) -> rusqlite::Result<OrderOut> {
+    let items: Vec<OrderItem> = serde_json::from_str(&r.get::<_, String>(5)?).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, e.into())
+    })?;
+    let status = OrderStatus::parse(&r.get::<_, String>(12)?).unwrap_or(OrderStatus::Pending);
+    Ok(OrderOut {
+        id: r.get(0)?,
+        store_id: r.get(1)?,
+        number: r.get(2)?,
+        customer_id: r.get(3)?,
+        source: r.get(4)?,
+        items,
+        subtotal_cents: r.get(6)?,
+        shipping_cents: r.get(7)?,
+        discount_cents: r.get(8)?,
+        total_cents: r.get(9)?,
+        refunded_cents: r.get(10)?,
+        currency: r.get(11)?,
+        status,
+        allowed_status_transitions: status.allowed_next().to_vec(),
+        payments: Vec::new(),
+        note: r.get(13)?,
+        created_at: r.get(14)?,
+        updated_at: r.get(15)?,
+    })
+}
+
+/// The order rebuilt from its rows (writes use this; reads copy `body`).
+pub fn load(c: &Connection, store: StoreId, id: OrderId) -> Result<Option<OrderOut>, AppError> {
+    let sql = format!("SELECT {COLUMNS} FROM orders WHERE store_id = ?1 AND id = ?2");
+    let Some(mut o) = c
+        .prepare_cached(&sql)?
+        .query_row(params![store, id], order_row)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    o.payments = payments(c, id)?;
+    Ok(Some(o))
+}
+
+pub fn order_exists(c: &Connection, store: StoreId, id: OrderId) -> Result<bool, AppError> {
+    Ok(
+        c.prepare_cached("SELECT EXISTS (SELECT 1 FROM orders WHERE store_id = ?1 AND id = ?2)")?
+            .query_row(params![store, id], |r| r.get(0))?,
+    )
+}
+
+/// The order's payments, oldest first.
+pub fn payments(c: &Connection, id: OrderId) -> Result<Vec<PaymentOut>, AppError> {
+    c.prepare_cached(
+        "SELECT id, provider, amount_cents, refunded_cents, status, created_at
+             FROM payments WHERE order_id = ?1 ORDER BY created_at, id",
+    )?
+    .query_map([id], |r| {
+        Ok(PaymentOut {
+            id: r.get(0)?,
+            provider: r.get(1)?,
+            amount_cents: r.get(2)?,
+            refunded_cents: r.get(3)?,
+            status: r.get(4)?,
+            created_at: r.get(5)?,
+        })
+    })?
+    .collect::<Result<_, _>>()
+    .map_err(Into::into)
+}
+
+/// Writes the order's changed fields and its rendered body.
+pub fn save(tx: &Transaction<'_>, o: &OrderOut) -> Result<(), AppError> {
+    tx.prepare_cached(
+        "UPDATE orders SET status = ?3, note = ?4, refunded_cents = ?5, updated_at = ?6, body = ?7
+         WHERE store_id = ?1 AND id = ?2",
+    )?
+    .execute(params![
+        o.store_id,
+        o.id,
+        o.status.as_str(),
+        o.note,
+        o.refunded_cents,
+        o.updated_at,
+        body(o)?
+    ])?;
+    Ok(())
+}
+
+/// The order as the API shows it, already serialized.
+pub fn get_body(
+    c: &Connection,
+    store: StoreId,
+    id: OrderId,
+) -> Result<Option<Box<RawValue>>, AppError> {
+    c.prepare_cached("SELECT body FROM orders WHERE store_id = ?1 AND id = ?2")?
+        .query_row(params![store, id], |r| r.get::<_, String>(0))
+        .optional()?
+        .map(raw)
+        .transpose()
+}
+
+fn raw(s: String) -> Result<Box<RawValue>, AppError> {
+    RawValue::from_string(s).map_err(AppError::internal)
+}
+
+const FILTER: &str =
+    "store_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR customer_id = ?3)";
+
+/// A page of the store's orders, newest first: (created_at, id, body) rows.
+pub fn list(
+    c: &Connection,
+    store: StoreId,
+    status: Option<OrderStatus>,
+    customer: Option<CustomerId>,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<(Position, Box<RawValue>)>, AppError> {
+    let (at, id) = after
+        .cloned()
+        .unwrap_or_else(|| ("9999".into(), String::new()));
+    let sql = format!(
+        "SELECT created_at, id, body FROM orders WHERE {FILTER} AND (created_at, id) < (?4, ?5)
+         ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7"
+    );
+    let rows: Vec<(Position, String)> = c
+        .prepare_cached(&sql)?
+        .query_map(
+            params![
+                store,
+                status.map(OrderStatus::as_str),
+                customer,
+                at,
+                id,
+                limit,
+                offset
+            ],
+            |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)),
+        )?
+        .collect::<Result<_, _>>()?;
+    rows.into_iter().map(|(p, b)| Ok((p, raw(b)?))).collect()
+}
+
+pub fn count(
+    c: &Connection,
+    store: StoreId,
+    status: Option<OrderStatus>,
+    customer: Option<CustomerId>,
+) -> Result<i64, AppError> {
+    let sql = format!("SELECT COUNT(*) FROM orders WHERE {FILTER}");
+    Ok(c.prepare_cached(&sql)?.query_row(
+        params![store, status.map(OrderStatus::as_str), customer],
+        |r| r.get(0),
+    )?)
+}
+
+/// Keeps a customer's `orders_count` and `total_spent_cents`.
+pub fn bump_customer(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    customer: Option<CustomerId>,
+    orders: i64,
+    spent_cents: i64,
+) -> Result<(), AppError> {
+    if let Some(customer) = customer {
+        tx.prepare_cached(
+            "UPDATE customers SET orders_count = orders_count + ?3,
+                    total_spent_cents = total_spent_cents + ?4
+             WHERE store_id = ?1 AND id = ?2",
+        )?
+        .execute(params![store, customer, orders, spent_cents])?;
+    }
+    Ok(())
+}
+
+pub fn customer_exists(
+    c: &Connection,
+    store: StoreId,
+    customer: CustomerId,
+) -> Result<bool, AppError> {
+    Ok(
+        c.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM customers WHERE store_id = ?1 AND id = ?2)",
+        )?
+        .query_row(params![store, customer], |r| r.get(0))?,
+    )
+}
+
+/// A variant of the store with its product's title, for a new order line.
+pub struct Sellable {
+    pub product_id: crate::ids::ProductId,
+    pub product_title: String,
+    pub variant_title: String,
+    pub sku: String,
+    pub price_cents: i64,
+}
+
+pub fn sellable(
+    c: &Connection,
+    store: StoreId,
+    variant: crate::ids::VariantId,
+) -> Result<Option<Sellable>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT v.product_id, p.title, v.title, v.sku, v.price_cents
+             FROM variants v JOIN products p ON p.id = v.product_id
+             WHERE v.store_id = ?1 AND v.id = ?2",
+    )?
+    .query_row(params![store, variant], |r| {
+        Ok(Sellable {
+            product_id: r.get(0)?,
+            product_title: r.get(1)?,
+            variant_title: r.get(2)?,
+            sku: r.get(3)?,
+            price_cents: r.get(4)?,
+        })
+    })
+    .optional()?)
+}
+
+// ---- payments and refunds
+
+pub fn insert_payment(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    order: OrderId,
+    provider: &str,
+    amount_cents: i64,
+    now: DateTime<Utc>,
+) -> Result<PaymentId, AppError> {
+    let id = PaymentId::new();
+    tx.execute(
+        "INSERT INTO payments (id, store_id, order_id, provider, amount_cents, status, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'approved', ?6)",
+        params![id, store, order, provider, amount_cents, time::format(now)],
+    )?;
+    Ok(id)
+}
+
+/// An approved payment of the order and what is left to refund of it, pending refunds
+/// counted as spent. None when the order has no approved payment.
+pub struct Refundable {
+    pub payment_id: PaymentId,
+    pub provider: String,
+    pub balance_cents: i64,
+}
+
+pub fn refundable(
+    c: &Connection,
+    store: StoreId,
+    order: OrderId,
+) -> Result<Option<Refundable>, AppError> {
+    // Orders carry one payment; should there be more, refund the one with most left.
+    Ok(c.prepare_cached(
+        "SELECT p.id, p.provider, p.amount_cents - p.refunded_cents
+                    - COALESCE((SELECT SUM(r.amount_cents) FROM refunds r
+                                WHERE r.payment_id = p.id AND r.status = 'pending'), 0) AS left
+             FROM payments p WHERE p.store_id = ?1 AND p.order_id = ?2 AND p.status = 'approved'
+             ORDER BY left DESC, p.created_at LIMIT 1",
+    )?
+    .query_row(params![store, order], |r| {
+        Ok(Refundable {
+            payment_id: r.get(0)?,
+            provider: r.get(1)?,
+            balance_cents: r.get(2)?,
+        })
+    })
+    .optional()?)
+}
+
+pub fn insert_refund(tx: &Transaction<'_>, store: StoreId, r: &RefundOut) -> Result<(), AppError> {
+    tx.execute(
+        "INSERT INTO refunds (id, store_id, order_id, payment_id, amount_cents, reason, status, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            r.id,
+            store,
+            r.order_id,
+            r.payment_id,
+            r.amount_cents,
+            r.reason,
+            r.status,
+            r.created_at
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn delete_refund(tx: &Transaction<'_>, id: RefundId) -> Result<(), AppError> {
+    tx.execute("DELETE FROM refunds WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+/// Marks a pending refund succeeded and counts it against its payment.
+pub fn confirm_refund(tx: &Transaction<'_>, r: &RefundOut) -> Result<(), AppError> {
+    tx.execute(
+        "UPDATE refunds SET status = 'succeeded' WHERE id = ?1",
+        [r.id],
+    )?;
+    tx.execute(
+        "UPDATE payments SET refunded_cents = refunded_cents + ?2 WHERE id = ?1",
+        params![r.payment_id, r.amount_cents],
+    )?;
+    Ok(())
+}

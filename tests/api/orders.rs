@@ -1,0 +1,902 @@
+//! Orders, their lifecycle, payments and refunds (issue 6).
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use crate::tenants::{get, patch, post};
+use crate::webhooks::Receiver;
+
+/// A store with an owner, one customer and one product with two variants in stock.
+pub struct Shop {
+    pub app: TestApp,
+    pub token: String,
+    pub store: String,
+    pub customer: String,
+    /// SKU "TEE-S" (2500 cents) and "TEE-M" (3000 cents).
+    pub variants: [String; 2],
+}
+
+impl Shop {
+    pub async fn open(app: TestApp, stock: i64) -> Self {
+        let (token, _) = app.member("owner@example.com").await;
+        let store = app.open_store(&token, "Org").await;
+        let customer = app
+            .call(
+                post(),
+                &format!("/v1/stores/{store}/customers"),
+                &token,
+                Some(json!({"name": "Ana", "email": "ana@example.com"})),
+            )
+            .await;
+        customer.expect(201);
+        let product = app
+            .call(
+                post(),
+                &format!("/v1/stores/{store}/products"),
+                &token,
+                Some(json!({"title": "Tee", "variants": [
+                    {"sku": "TEE-S", "title": "S", "price_cents": 2500, "on_hand": stock},
+                    {"sku": "TEE-M", "title": "M", "price_cents": 3000, "on_hand": stock}]})),
+            )
+            .await;
+        product.expect(201);
+        let v = |i: usize| {
+            product.body["variants"][i]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        Self {
+            customer: customer.body["id"].as_str().unwrap().to_owned(),
+            variants: [v(0), v(1)],
+            app,
+            token,
+            store,
+        }
+    }
+
+    pub fn path(&self, rest: &str) -> String {
+        format!("/v1/stores/{}/{rest}", self.store)
+    }
+
+    /// Creates an order of `quantity` of the first variant; its body.
+    pub async fn order(&self, quantity: i64) -> Value {
+        let r = self
+            .app
+            .call(
+                post(),
+                &self.path("orders"),
+                &self.token,
+                Some(json!({"customer_id": self.customer,
+                            "items": [{"variant_id": self.variants[0], "quantity": quantity}]})),
+            )
+            .await;
+        r.expect(201);
+        r.body.clone()
+    }
+
+    pub async fn set_status(&self, order: &Value, status: &str) -> Value {
+        let r = self
+            .app
+            .call(
+                patch(),
+                &self.path(&format!("orders/{}", order["id"].as_str().unwrap())),
+                &self.token,
+                Some(json!({ "status": status })),
+            )
+            .await;
+        r.expect(200);
+        r.body.clone()
+    }
+
+    pub async fn refund(&self, order: &Value, amount: i64) -> crate::helpers::Reply {
+        self.app
+            .call(
+                post(),
+                &self.path(&format!("orders/{}/refund", order["id"].as_str().unwrap())),
+                &self.token,
+                Some(json!({ "amount_cents": amount })),
+            )
+            .await
+    }
+
+    /// (on_hand, reserved, available) of variant `i`.
+    pub async fn stock(&self, i: usize) -> (i64, i64, i64) {
+        let r = self
+            .app
+            .call(get(), &self.path("inventory?limit=200"), &self.token, None)
+            .await;
+        r.expect(200);
+        let row = r.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["variant_id"] == self.variants[i].as_str())
+            .unwrap()
+            .clone();
+        let n = |k: &str| row[k].as_i64().unwrap();
+        (n("on_hand"), n("reserved"), n("available"))
+    }
+
+    pub async fn subscribe(&self, rx: &Receiver, events: &[&str]) {
+        self.app
+            .call(
+                post(),
+                &self.path("webhooks"),
+                &self.token,
+                Some(json!({"url": rx.url, "events": events})),
+            )
+            .await
+            .expect(201);
+    }
+}
+
+#[tokio::test]
+async fn orders_are_priced_from_variants_numbered_and_reserve_stock() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let (app, token) = (&shop.app, &shop.token);
+    let rx = Receiver::start().await;
+    shop.subscribe(&rx, &["orders.created"]).await;
+
+    let r = app
+        .call(
+            post(),
+            &shop.path("orders"),
+            token,
+            Some(
+                json!({"customer_id": shop.customer, "shipping_cents": 1000, "discount_cents": 500,
+                        "note": " gift wrap ",
+                        "items": [{"variant_id": shop.variants[0], "quantity": 2},
+                                  {"variant_id": shop.variants[1], "quantity": 1}]}),
+            ),
+        )
+        .await;
+    r.expect(201);
+    let o = &r.body;
+    assert_eq!(o["number"], 1001);
+    assert_eq!(o["store_id"], shop.store.as_str());
+    assert_eq!(o["customer_id"], shop.customer.as_str());
+    assert_eq!(o["status"], "pending");
+    assert_eq!(
+        o["allowed_status_transitions"],
+        json!(["paid", "cancelled"])
+    );
+    assert_eq!(o["payments"], json!([]));
+    assert_eq!(o["currency"], "BRL");
+    assert_eq!(o["note"], "gift wrap");
+    let line = &o["items"][0];
+    assert_eq!(
+        (
+            line["variant_id"].as_str(),
+            line["title"].as_str(),
+            line["sku"].as_str(),
+            line["quantity"].as_i64(),
+            line["unit_price_cents"].as_i64(),
+            line["total_cents"].as_i64()
+        ),
+        (
+            Some(shop.variants[0].as_str()),
+            Some("Tee"),
+            Some("TEE-S"),
+            Some(2),
+            Some(2500),
+            Some(5000)
+        )
+    );
+    assert!(line["product_id"].is_string());
+    assert_eq!(
+        [
+            "subtotal_cents",
+            "shipping_cents",
+            "discount_cents",
+            "total_cents",
+            "refunded_cents"
+        ]
+        .map(|k| o[k].as_i64().unwrap()),
+        [8000, 1000, 500, 8500, 0]
+    );
+    assert_eq!(shop.stock(0).await, (10, 2, 8));
+    assert_eq!(shop.stock(1).await, (10, 1, 9));
+    let hit = &rx.wait_for(1).await[0];
+    assert_eq!(hit.json()["event"], "orders.created");
+    assert_eq!(hit.json()["data"], *o);
+    // The stored order is what GET shows.
+    let id = o["id"].as_str().unwrap();
+    let got = app
+        .call(get(), &shop.path(&format!("orders/{id}")), token, None)
+        .await;
+    got.expect(200);
+    assert_eq!(got.body, *o);
+    let customer = app
+        .call(
+            get(),
+            &shop.path(&format!("customers/{}", shop.customer)),
+            token,
+            None,
+        )
+        .await;
+    assert_eq!(customer.body["orders_count"], 1);
+
+    // A manual order may set its own prices; it is the next number.
+    let manual = app
+        .call(
+            post(),
+            &shop.path("orders/manual"),
+            token,
+            Some(json!({"customer_id": shop.customer,
+                        "items": [{"variant_id": shop.variants[1], "quantity": 3, "unit_price_cents": 2000}]})),
+        )
+        .await;
+    manual.expect(201);
+    assert_eq!(manual.body["number"], 1002);
+    assert_eq!(manual.body["source"], "manual");
+    assert_eq!(manual.body["total_cents"], 6000);
+    assert_eq!(shop.stock(1).await, (10, 4, 6));
+
+    // Not enough stock: 409, and nothing at all is written (the first line's reservation
+    // is rolled back with the rest).
+    let orders_before = app.count("SELECT COUNT(*) FROM orders").await;
+    let short = app
+        .call(
+            post(),
+            &shop.path("orders"),
+            token,
+            Some(json!({"customer_id": shop.customer,
+                        "items": [{"variant_id": shop.variants[0], "quantity": 1},
+                                  {"variant_id": shop.variants[1], "quantity": 7}]})),
+        )
+        .await;
+    short.expect_error(409, "insufficient_stock");
+    assert_eq!(short.body["details"]["available"], 6);
+    assert_eq!(short.body["details"]["requested"], 7);
+    assert_eq!(short.body["details"]["sku"], "TEE-M");
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM orders").await,
+        orders_before
+    );
+    assert_eq!(shop.stock(0).await, (10, 2, 8));
+    assert_eq!(shop.stock(1).await, (10, 4, 6));
+
+    // Bad bodies are 422 and write nothing either.
+    let other_shop_customer = {
+        let (t2, _) = app.member("other@example.com").await;
+        let s2 = app.open_store(&t2, "Other").await;
+        let c = app
+            .call(
+                post(),
+                &format!("/v1/stores/{s2}/customers"),
+                &t2,
+                Some(json!({"name": "Z"})),
+            )
+            .await;
+        c.body["id"].as_str().unwrap().to_owned()
+    };
+    let v0 = &shop.variants[0];
+    let c = &shop.customer;
+    for (body, field) in [
+        (json!({"customer_id": c, "items": []}), "items"),
+        (
+            json!({"customer_id": c, "items": [{"variant_id": v0, "quantity": 0}]}),
+            "items[0].quantity",
+        ),
+        (
+            json!({"customer_id": c, "items": [{"variant_id": v0, "quantity": 1, "unit_price_cents": 1}]}),
+            "items[0].unit_price_cents",
+        ),
+        (
+            json!({"customer_id": c, "items": [{"variant_id": v0, "quantity": 1}, {"variant_id": v0, "quantity": 1}]}),
+            "items[1].variant_id",
+        ),
+        (
+            json!({"customer_id": c, "items": [{"variant_id": uuid::Uuid::now_v7(), "quantity": 1}]}),
+            "items[0].variant_id",
+        ),
+        (
+            json!({"customer_id": other_shop_customer, "items": [{"variant_id": v0, "quantity": 1}]}),
+            "customer_id",
+        ),
+        (
+            json!({"customer_id": c, "discount_cents": 2501, "items": [{"variant_id": v0, "quantity": 1}]}),
+            "discount_cents",
+        ),
+        (
+            json!({"customer_id": c, "shipping_cents": -1, "items": [{"variant_id": v0, "quantity": 1}]}),
+            "shipping_cents",
+        ),
+        (
+            json!({"items": [{"variant_id": v0, "quantity": 1}]}),
+            "customer_id",
+        ),
+    ] {
+        let r = app
+            .call(post(), &shop.path("orders"), token, Some(body.clone()))
+            .await;
+        r.expect_error(422, "validation_failed");
+        assert!(
+            r.body["details"]["fields"].get(field).is_some(),
+            "{body}: {}",
+            r.text
+        );
+    }
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM orders").await,
+        orders_before
+    );
+    assert_eq!(shop.stock(0).await, (10, 2, 8));
+}
+
+/// The lifecycle of the issue, written out: from each status, where PATCH may go.
+const LIFECYCLE: [(&str, &[&str]); 8] = [
+    ("pending", &["paid", "cancelled"]),
+    ("paid", &["fulfilled", "cancelled"]),
+    ("fulfilled", &["shipped"]),
+    ("shipped", &["delivered"]),
+    ("delivered", &[]),
+    ("cancelled", &[]),
+    ("partially_refunded", &[]),
+    ("refunded", &[]),
+];
+
+/// An order brought to `status` the way a merchant would.
+async fn order_in(shop: &Shop, status: &str) -> Value {
+    let o = shop.order(1).await;
+    let path = |s: &str| -> &'static [&'static str] {
+        match s {
+            "pending" => &[],
+            // Refunded orders are paid first; the refund follows below.
+            "paid" | "partially_refunded" | "refunded" => &["paid"],
+            "fulfilled" => &["paid", "fulfilled"],
+            "shipped" => &["paid", "fulfilled", "shipped"],
+            "delivered" => &["paid", "fulfilled", "shipped", "delivered"],
+            "cancelled" => &["cancelled"],
+            _ => unreachable!(),
+        }
+    };
+    let mut o = o;
+    for s in path(status) {
+        o = shop.set_status(&o, s).await;
+    }
+    if status.ends_with("refunded") {
+        let amount = if status == "refunded" { 2500 } else { 100 };
+        shop.refund(&o, amount).await.expect(201);
+        o = shop
+            .app
+            .call(
+                get(),
+                &shop.path(&format!("orders/{}", o["id"].as_str().unwrap())),
+                &shop.token,
+                None,
+            )
+            .await
+            .body
+            .clone();
+    }
+    assert_eq!(o["status"], status);
+    o
+}
+
+#[tokio::test]
+async fn the_lifecycle_allows_exactly_its_transitions_for_every_pair_of_statuses() {
+    let shop = Shop::open(spawn_app().await, 1000).await;
+    for (from, allowed) in LIFECYCLE {
+        for (to, _) in LIFECYCLE {
+            let o = order_in(&shop, from).await;
+            assert_eq!(o["allowed_status_transitions"], json!(allowed), "{from}");
+            let path = shop.path(&format!("orders/{}", o["id"].as_str().unwrap()));
+            let r = shop
+                .app
+                .call(patch(), &path, &shop.token, Some(json!({ "status": to })))
+                .await;
+            if allowed.contains(&to) {
+                r.expect(200);
+                assert_eq!(r.body["status"], to, "{from} -> {to}");
+            } else {
+                r.expect_error(409, "invalid_status_transition");
+                assert_eq!(r.body["details"]["from"], from);
+                assert_eq!(
+                    r.body["details"]["allowed_status_transitions"],
+                    json!(allowed)
+                );
+                let after = shop.app.call(get(), &path, &shop.token, None).await;
+                assert_eq!(after.body, o, "{from} -> {to} changed the order");
+            }
+        }
+    }
+    // An unknown status is a validation error, not a transition error.
+    let o = shop.order(1).await;
+    shop.app
+        .call(
+            patch(),
+            &shop.path(&format!("orders/{}", o["id"].as_str().unwrap())),
+            &shop.token,
+            Some(json!({"status": "lost"})),
+        )
+        .await
+        .expect_error(422, "validation_failed");
+}
+
+#[tokio::test]
+async fn status_changes_move_stock_record_the_payment_and_fire_their_events() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let rx = Receiver::start().await;
+    shop.subscribe(
+        &rx,
+        &[
+            "orders.created",
+            "orders.paid",
+            "orders.fulfilled",
+            "orders.shipped",
+            "orders.delivered",
+            "orders.cancelled",
+            "orders.updated",
+        ],
+    )
+    .await;
+
+    let cancelled = shop.order(3).await;
+    assert_eq!(shop.stock(0).await, (10, 3, 7));
+    let c = shop.set_status(&cancelled, "cancelled").await;
+    assert_eq!(c["allowed_status_transitions"], json!([]));
+    assert_eq!(shop.stock(0).await, (10, 0, 10));
+
+    let o = shop.order(2).await;
+    let paid = shop.set_status(&o, "paid").await;
+    let pay = &paid["payments"][0];
+    assert_eq!(
+        (
+            pay["provider"].as_str(),
+            pay["amount_cents"].as_i64(),
+            pay["refunded_cents"].as_i64(),
+            pay["status"].as_str()
+        ),
+        (Some("manual"), Some(5000), Some(0), Some("approved"))
+    );
+    assert_eq!(shop.stock(0).await, (10, 2, 8));
+    let fulfilled = shop.set_status(&o, "fulfilled").await;
+    // Fulfilment takes the reserved units off hand; available does not move.
+    assert_eq!(shop.stock(0).await, (8, 0, 8));
+    assert_eq!(fulfilled["payments"], paid["payments"]);
+    shop.set_status(&o, "shipped").await;
+    let delivered = shop.set_status(&o, "delivered").await;
+    let noted = shop
+        .app
+        .call(
+            patch(),
+            &shop.path(&format!("orders/{}", o["id"].as_str().unwrap())),
+            &shop.token,
+            Some(json!({"note": "left with the neighbour"})),
+        )
+        .await;
+    noted.expect(200);
+    assert_eq!(noted.body["status"], "delivered");
+
+    let customer = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!("customers/{}", shop.customer)),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(customer.body["orders_count"], 2);
+    assert_eq!(customer.body["total_spent_cents"], 5000);
+
+    let hits = rx.wait_for(8).await;
+    let seen: Vec<(String, String, i64)> = hits
+        .iter()
+        .map(|h| {
+            let j = h.json();
+            (
+                j["event"].as_str().unwrap().to_owned(),
+                j["data"]["status"].as_str().unwrap().to_owned(),
+                j["data"]["number"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("orders.created", "pending", 1001),
+        ("orders.cancelled", "cancelled", 1001),
+        ("orders.created", "pending", 1002),
+        ("orders.paid", "paid", 1002),
+        ("orders.fulfilled", "fulfilled", 1002),
+        ("orders.shipped", "shipped", 1002),
+        ("orders.delivered", "delivered", 1002),
+        ("orders.updated", "delivered", 1002),
+    ]
+    .map(|(e, s, n)| (e.to_owned(), s.to_owned(), n));
+    assert_eq!(seen, want);
+    assert_eq!(hits[6].json()["data"], delivered);
+    assert_eq!(hits[7].json()["data"], noted.body);
+    rx.expect_no_more_than(8).await;
+}
+
+/// The fake provider's refund requests: (path, Idempotency-Key, amount).
+fn provider_calls(provider: &Receiver) -> Vec<(String, String, i64)> {
+    provider
+        .hits()
+        .iter()
+        .map(|h| {
+            (
+                h.path.clone(),
+                h.header("idempotency-key").to_owned(),
+                h.json()["amount_cents"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payment() {
+    let provider = Receiver::start().await;
+    let base = provider.base.clone();
+    let app = spawn_app_with(move |c| {
+        c.payments = merchant_admin::orders::payments::PaymentsConfig::Http {
+            api_base: base,
+            api_key: Some("pk_test".into()),
+            timeout: std::time::Duration::from_secs(5),
+        };
+    })
+    .await;
+    let shop = Shop::open(app, 10).await;
+    let rx = Receiver::start().await;
+    shop.subscribe(&rx, &["orders.refunded", "orders.updated"])
+        .await;
+
+    // Nothing paid yet: nothing to refund.
+    let o = shop.order(2).await;
+    shop.refund(&o, 100)
+        .await
+        .expect_error(409, "no_refundable_payment");
+    let paid = shop.set_status(&o, "paid").await;
+    let payment = paid["payments"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(paid["payments"][0]["provider"], "http");
+    let refund_path = shop.path(&format!("orders/{}/refund", o["id"].as_str().unwrap()));
+
+    // Part of it, with a key: the provider sees the key and the amount once, however
+    // often the client replays.
+    let body = json!({"amount_cents": 1500, "reason": "damaged"});
+    let first = shop
+        .app
+        .post_idem_as(&refund_path, &shop.token, "rf-1", &body)
+        .await;
+    first.expect(201);
+    assert_eq!(first.body["amount_cents"], 1500);
+    assert_eq!(first.body["status"], "succeeded");
+    assert_eq!(first.body["order_id"], o["id"]);
+    assert_eq!(first.body["payment_id"], payment.as_str());
+    for _ in 0..2 {
+        let again = shop
+            .app
+            .post_idem_as(&refund_path, &shop.token, "rf-1", &body)
+            .await;
+        again.expect(201);
+        assert_eq!(again.body, first.body);
+    }
+    let refunds_path = format!("/payments/{payment}/refunds");
+    assert_eq!(
+        provider_calls(&provider),
+        vec![(refunds_path.clone(), "rf-1".to_owned(), 1500)]
+    );
+    assert_eq!(provider.hits()[0].header("authorization"), "Bearer pk_test");
+    let order_path = shop.path(&format!("orders/{}", o["id"].as_str().unwrap()));
+    let after = shop.app.call(get(), &order_path, &shop.token, None).await;
+    assert_eq!(after.body["status"], "partially_refunded");
+    assert_eq!(after.body["refunded_cents"], 1500);
+    assert_eq!(after.body["payments"][0]["refunded_cents"], 1500);
+    assert_eq!(after.body["allowed_status_transitions"], json!([]));
+
+    // Beyond the balance (3500 left), or below 1: refused before the provider is asked.
+    let over = shop.refund(&o, 3501).await;
+    over.expect_error(422, "refund_exceeds_refundable");
+    assert_eq!(over.body["details"]["refundable_cents"], 3500);
+    for amount in [0, -5] {
+        shop.refund(&o, amount)
+            .await
+            .expect_error(422, "validation_failed");
+    }
+    assert_eq!(provider.hits().len(), 1);
+
+    // The provider fails: 502, and nothing is recorded as refunded. The client retries
+    // with the same key (a 5xx is not remembered) once the provider is back.
+    provider.answer(&[500]);
+    let body = json!({"amount_cents": 3500});
+    shop.app
+        .post_idem_as(&refund_path, &shop.token, "rf-2", &body)
+        .await
+        .expect_error(502, "payment_provider_failed");
+    let unchanged = shop.app.call(get(), &order_path, &shop.token, None).await;
+    assert_eq!(unchanged.body, after.body);
+    assert_eq!(shop.app.count("SELECT COUNT(*) FROM refunds").await, 1);
+    let rest = shop
+        .app
+        .post_idem_as(&refund_path, &shop.token, "rf-2", &body)
+        .await;
+    rest.expect(201);
+    assert_eq!(
+        provider_calls(&provider)[1..],
+        [
+            (refunds_path.clone(), "rf-2".to_owned(), 3500),
+            (refunds_path.clone(), "rf-2".to_owned(), 3500)
+        ]
+    );
+    let done = shop.app.call(get(), &order_path, &shop.token, None).await;
+    assert_eq!(done.body["status"], "refunded");
+    assert_eq!(done.body["refunded_cents"], 5000);
+    shop.refund(&o, 1)
+        .await
+        .expect_error(422, "refund_exceeds_refundable");
+
+    // Without a key, the refund's own id is the provider's key.
+    let o2 = shop.order(1).await;
+    shop.set_status(&o2, "paid").await;
+    let r = shop.refund(&o2, 100).await;
+    r.expect(201);
+    assert_eq!(
+        provider.hits().last().unwrap().header("idempotency-key"),
+        r.body["id"].as_str().unwrap()
+    );
+
+    // A manual order's payment was taken by hand: refunding it asks no provider.
+    let calls = provider.hits().len();
+    let manual = shop
+        .app
+        .call(
+            post(),
+            &shop.path("orders/manual"),
+            &shop.token,
+            Some(json!({"customer_id": shop.customer, "items": [{"variant_id": shop.variants[1], "quantity": 1}]})),
+        )
+        .await;
+    manual.expect(201);
+    let mp = shop.set_status(&manual.body, "paid").await;
+    assert_eq!(mp["payments"][0]["provider"], "manual");
+    shop.refund(&manual.body, 3000).await.expect(201);
+    assert_eq!(provider.hits().len(), calls);
+
+    // Events: partial refunds are updates; a full refund is orders.refunded, once.
+    let events: Vec<(String, String)> = rx
+        .wait_for(4)
+        .await
+        .iter()
+        .map(|h| {
+            let j = h.json();
+            (
+                j["event"].as_str().unwrap().to_owned(),
+                j["data"]["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("orders.updated", "partially_refunded"),
+            ("orders.refunded", "refunded"),
+            ("orders.updated", "partially_refunded"),
+            ("orders.refunded", "refunded"),
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    rx.expect_no_more_than(4).await;
+    let customer = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!("customers/{}", shop.customer)),
+            &shop.token,
+            None,
+        )
+        .await;
+    // Paid 5000 + 2500 + 3000, refunded 5000 + 100 + 3000.
+    assert_eq!(customer.body["total_spent_cents"], 2400);
+}
+
+#[tokio::test]
+async fn creating_an_order_is_idempotent() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let body = json!({"customer_id": shop.customer,
+                      "items": [{"variant_id": shop.variants[0], "quantity": 4}]});
+    let first = shop
+        .app
+        .post_idem_as(&shop.path("orders"), &shop.token, "order-1", &body)
+        .await;
+    first.expect(201);
+    let again = shop
+        .app
+        .post_idem_as(&shop.path("orders"), &shop.token, "order-1", &body)
+        .await;
+    again.expect(201);
+    assert_eq!(again.body, first.body);
+    assert_eq!(shop.app.count("SELECT COUNT(*) FROM orders").await, 1);
+    assert_eq!(shop.stock(0).await, (10, 4, 6));
+    // The same key with another body is refused.
+    let other = json!({"customer_id": shop.customer,
+                       "items": [{"variant_id": shop.variants[0], "quantity": 5}]});
+    shop.app
+        .post_idem_as(&shop.path("orders"), &shop.token, "order-1", &other)
+        .await
+        .expect_error(422, "idempotency_key_reused");
+}
+
+#[tokio::test]
+async fn fifty_concurrent_orders_for_the_last_ten_units_never_oversell() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let rx = Receiver::start().await;
+    shop.subscribe(&rx, &["inventory.low_stock", "inventory.back_in_stock"])
+        .await;
+    let orders = shop.path("orders");
+    let calls = (0..50).map(|_| {
+        shop.app.call(
+            post(),
+            &orders,
+            &shop.token,
+            Some(json!({"customer_id": shop.customer,
+                        "items": [{"variant_id": shop.variants[0], "quantity": 1}]})),
+        )
+    });
+    let replies = futures::future::join_all(calls).await;
+    let created = replies.iter().filter(|r| r.status == 201).count();
+    let refused = replies
+        .iter()
+        .filter(|r| r.status == 409 && r.body["code"] == "insufficient_stock")
+        .count();
+    assert_eq!((created, refused), (10, 40));
+    assert_eq!(shop.stock(0).await, (10, 10, 0));
+    assert_eq!(shop.app.count("SELECT COUNT(*) FROM orders").await, 10);
+    let mut numbers: Vec<i64> = replies
+        .iter()
+        .filter(|r| r.status == 201)
+        .map(|r| r.body["number"].as_i64().unwrap())
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1001..=1010).collect::<Vec<_>>());
+    // Available went 10 -> 0 past the threshold of 5: one low_stock, nothing else.
+    let hits = rx.wait_for(1).await;
+    assert_eq!(hits[0].json()["event"], "inventory.low_stock");
+    assert_eq!(hits[0].json()["data"]["available"], 5);
+    rx.expect_no_more_than(1).await;
+}
+
+#[tokio::test]
+async fn order_lists_filter_and_page_stably_while_orders_arrive() {
+    let shop = Shop::open(spawn_app().await, 100).await;
+    let mut made = Vec::new();
+    for _ in 0..5 {
+        made.push(shop.order(1).await);
+        shop.app.clock.advance(chrono::Duration::seconds(1));
+    }
+    shop.set_status(&made[1], "paid").await;
+    shop.set_status(&made[3], "paid").await;
+
+    let page1 = shop
+        .app
+        .call(get(), &shop.path("orders?limit=2"), &shop.token, None)
+        .await;
+    page1.expect(200);
+    assert_eq!(page1.body["data"][0]["number"], 1005);
+    assert_eq!(page1.body["data"][1]["number"], 1004);
+    // The list serves the same representation as GET one order.
+    assert_eq!(page1.body["data"][1]["status"], "paid");
+    assert_eq!(page1.body["data"][1]["payments"][0]["amount_cents"], 2500);
+    // A new order between pages does not shift the next one.
+    shop.order(1).await;
+    let cursor = page1.body["next_cursor"].as_str().unwrap();
+    let page2 = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!("orders?limit=2&cursor={cursor}")),
+            &shop.token,
+            None,
+        )
+        .await;
+    page2.expect(200);
+    let numbers = |p: &Value| -> Vec<i64> {
+        p["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["number"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(numbers(&page2.body), [1003, 1002]);
+
+    let paid = shop
+        .app
+        .call(
+            get(),
+            &shop.path("orders?status=paid&include_total=true"),
+            &shop.token,
+            None,
+        )
+        .await;
+    paid.expect(200);
+    assert_eq!(numbers(&paid.body), [1004, 1002]);
+    assert_eq!(paid.body["total"], 2);
+    let by_customer = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!(
+                "orders?customer_id={}&include_total=true&limit=1",
+                shop.customer
+            )),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(by_customer.body["total"], 6);
+    // A cursor belongs to its filters.
+    shop.app
+        .call(
+            get(),
+            &shop.path(&format!("orders?status=paid&cursor={cursor}")),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect_error(400, "invalid_cursor");
+    shop.app
+        .call(get(), &shop.path("orders?status=lost"), &shop.token, None)
+        .await
+        .expect_error(422, "validation_failed");
+}
+
+#[tokio::test]
+async fn another_stores_orders_and_stock_are_not_found() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let o = shop.order(1).await;
+    shop.set_status(&o, "paid").await;
+    let (other, _) = shop.app.member("other@example.com").await;
+    let theirs = shop.app.open_store(&other, "Other").await;
+    let id = o["id"].as_str().unwrap();
+    let v = &shop.variants[0];
+    // The other owner names our ids under their own store.
+    for (method, path, body) in [
+        (get(), format!("/v1/stores/{theirs}/orders/{id}"), None),
+        (
+            patch(),
+            format!("/v1/stores/{theirs}/orders/{id}"),
+            Some(json!({"status": "fulfilled"})),
+        ),
+        (
+            post(),
+            format!("/v1/stores/{theirs}/orders/{id}/refund"),
+            Some(json!({"amount_cents": 1})),
+        ),
+        (
+            post(),
+            format!("/v1/stores/{theirs}/inventory/{v}/adjustments"),
+            Some(json!({"delta": -1, "reason": "x"})),
+        ),
+    ] {
+        shop.app
+            .call(method, &path, &other, body)
+            .await
+            .expect_error(404, "not_found");
+    }
+    let theirs_orders = shop
+        .app
+        .call(
+            post(),
+            &format!("/v1/stores/{theirs}/orders"),
+            &other,
+            Some(
+                json!({"customer_id": shop.customer, "items": [{"variant_id": v, "quantity": 1}]}),
+            ),
+        )
+        .await;
+    theirs_orders.expect_error(422, "validation_failed");
+    let after = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!("orders/{id}")),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(after.body["status"], "paid");
+    assert_eq!(after.body["refunded_cents"], 0);
+    assert_eq!(shop.stock(0).await, (10, 1, 9));
+}
