@@ -18,6 +18,7 @@ pub mod inventory;
 pub mod jobs;
 pub mod msgapp;
 pub mod orders;
+pub mod reviews;
 pub mod secrets;
 pub mod setup;
 pub mod state;
@@ -55,6 +56,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(customers::routes())
         .merge(orders::routes())
         .merge(inventory::routes())
+        .merge(reviews::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

@@ -166,8 +166,23 @@ fn raw(s: String) -> Result<Box<RawValue>, AppError> {
     RawValue::from_string(s).map_err(AppError::internal)
 }
 
-const FILTER: &str =
-    "store_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR customer_id = ?3)";
+/// The list's WHERE clause with only the filters in use, so SQLite can seek the index that
+/// matches them (`?2 IS NULL OR ...` would hide the column from the planner).
+fn filter(status: Option<OrderStatus>, customer: Option<CustomerId>) -> String {
+    format!(
+        "store_id = ?1 AND {} AND {}",
+        if status.is_some() {
+            "status = ?2"
+        } else {
+            "?2 IS NULL"
+        },
+        if customer.is_some() {
+            "customer_id = ?3"
+        } else {
+            "?3 IS NULL"
+        },
+    )
+}
 
 /// A page of the store's orders, newest first: (created_at, id, body) rows.
 pub fn list(
@@ -183,8 +198,9 @@ pub fn list(
         .cloned()
         .unwrap_or_else(|| ("9999".into(), String::new()));
     let sql = format!(
-        "SELECT created_at, id, body FROM orders WHERE {FILTER} AND (created_at, id) < (?4, ?5)
-         ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7"
+        "SELECT created_at, id, body FROM orders WHERE {} AND (created_at, id) < (?4, ?5)
+         ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7",
+        filter(status, customer)
     );
     let rows: Vec<(Position, String)> = c
         .prepare_cached(&sql)?
@@ -210,7 +226,10 @@ pub fn count(
     status: Option<OrderStatus>,
     customer: Option<CustomerId>,
 ) -> Result<i64, AppError> {
-    let sql = format!("SELECT COUNT(*) FROM orders WHERE {FILTER}");
+    let sql = format!(
+        "SELECT COUNT(*) FROM orders WHERE {}",
+        filter(status, customer)
+    );
     Ok(c.prepare_cached(&sql)?.query_row(
         params![store, status.map(OrderStatus::as_str), customer],
         |r| r.get(0),

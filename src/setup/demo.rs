@@ -1,14 +1,28 @@
-//! Demo data for `setup --demo`. So far the areas that exist are people: the demo store gets
-//! a small team with each store role. Later areas (catalog, orders, reviews, inbox) add their
-//! seeds here. Demo team members share the owner's password.
+//! Demo data for `setup --demo`: a store a developer can click through. A small team with
+//! each store role (sharing the owner's password), a catalog of about 50 products with
+//! variants and stock, 200 customers, 500 orders across every status with their payments
+//! and a few refunds, and 300 reviews across statuses. The data is the same on every run
+//! (a seeded generator) and goes through the areas' own store functions, so it obeys their
+//! rules; it records no events or audit entries (there is no one to deliver them to yet).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use rusqlite::Transaction;
 
 use super::SetupOutput;
 use super::store::{add_store_member, insert_user};
 use crate::auth::model::Locale;
+use crate::catalog::model::{CategoryOut, ProductStatus, VariantIn};
+use crate::catalog::store as catalog;
+use crate::customers::store as customers;
 use crate::http::error::AppError;
+use crate::ids::{CategoryId, CustomerId, OrderId, ProductId, RefundId, ReviewId, StoreId};
+use crate::inventory::store::{self as stock, Change};
+use crate::orders::model::{OrderItem, OrderOut, OrderStatus, RefundOut};
+use crate::orders::store as orders;
+use crate::reviews::model::{ReviewOut, ReviewStatus};
+use crate::reviews::store as reviews;
 use crate::time;
 
 const TEAM: [(&str, &str); 3] = [
@@ -16,6 +30,42 @@ const TEAM: [(&str, &str); 3] = [
     ("joao.staff@demo.merchant-admin.test", "staff"),
     ("lia.viewer@demo.merchant-admin.test", "viewer"),
 ];
+
+const CATEGORIES: [&str; 6] = [
+    "Camisetas",
+    "Calças",
+    "Acessórios",
+    "Casa",
+    "Papelaria",
+    "Presentes",
+];
+const NOUNS: [&str; 10] = [
+    "Camiseta", "Moletom", "Boné", "Caneca", "Caderno", "Bolsa", "Meia", "Calça", "Pôster", "Vela",
+];
+const ADJECTIVES: [&str; 5] = ["Básica", "Estampada", "Clássica", "Listrada", "Artesanal"];
+const SIZES: [&str; 3] = ["P", "M", "G"];
+const FIRST: [&str; 20] = [
+    "Ana", "Bruno", "Carla", "Diego", "Elisa", "Fábio", "Gabriela", "Heitor", "Isabela", "João",
+    "Karina", "Lucas", "Mariana", "Nicolas", "Olívia", "Pedro", "Quésia", "Rafael", "Sofia",
+    "Tiago",
+];
+const LAST: [&str; 10] = [
+    "Silva", "Souza", "Oliveira", "Santos", "Lima", "Costa", "Pereira", "Almeida", "Rocha", "Dias",
+];
+const REVIEWS: [(i64, &str, &str); 6] = [
+    (5, "Adorei", "Chegou rápido e a qualidade é ótima."),
+    (5, "Perfeito", "Exatamente como na foto."),
+    (4, "Muito bom", "Gostei, mas o tamanho veio um pouco justo."),
+    (4, "Recomendo", "Bom custo-benefício."),
+    (3, "Ok", "Cumpre o que promete, nada além."),
+    (2, "Esperava mais", "O tecido é mais fino do que parecia."),
+];
+
+/// What the seeded catalog offers: (product, variant, price) of every variant.
+struct Offer {
+    product: ProductId,
+    variant: crate::ids::VariantId,
+}
 
 pub fn seed(
     tx: &Transaction<'_>,
@@ -27,6 +77,297 @@ pub fn seed(
     for (email, role) in TEAM {
         let user = insert_user(tx, now, email, password_hash, Locale::PtBr)?.id;
         add_store_member(tx, out.store_id, user, role, &now_s)?;
+    }
+    let mut rng = StdRng::seed_from_u64(6);
+    let store = out.store_id;
+    let start = now - Duration::days(90);
+    let offers = seed_catalog(tx, &mut rng, store, start)?;
+    let people = seed_customers(tx, &mut rng, store, start)?;
+    let sold = seed_orders(tx, &mut rng, store, &offers, &people, now)?;
+    seed_reviews(tx, &mut rng, store, &offers, &sold, now)
+}
+
+fn seed_catalog(
+    tx: &Transaction<'_>,
+    rng: &mut StdRng,
+    store: StoreId,
+    at: DateTime<Utc>,
+) -> Result<Vec<Offer>, AppError> {
+    let mut categories: Vec<CategoryId> = Vec::new();
+    for name in CATEGORIES {
+        let c = CategoryOut {
+            id: CategoryId::new(),
+            store_id: store,
+            parent_id: None,
+            name: name.into(),
+            slug: crate::setup::store::slugify(name),
+            created_at: time::format(at),
+            updated_at: time::format(at),
+        };
+        catalog::insert_category(tx, &c)?;
+        categories.push(c.id);
+    }
+    let mut offers = Vec::new();
+    for (n, (noun, adj)) in NOUNS
+        .iter()
+        .flat_map(|n| ADJECTIVES.iter().map(move |a| (n, a)))
+        .enumerate()
+    {
+        let title = format!("{noun} {adj}");
+        let slug =
+            catalog::free_slug(tx, "products", store, &crate::setup::store::slugify(&title))?;
+        let id = ProductId::new();
+        let status = match n % 17 {
+            0 => ProductStatus::Draft,
+            1 => ProductStatus::Archived,
+            _ => ProductStatus::Active,
+        };
+        let when = at + Duration::minutes(i64::try_from(n).unwrap_or(0) * 7);
+        catalog::insert_product(tx, store, id, &title, &slug, "", status, &[], when)?;
+        catalog::set_categories(tx, id, &[categories[n % categories.len()]])?;
+        let price = rng.random_range(20..250) * 100 - 10;
+        let sizes: &[&str] = if n % 3 == 0 { &["Único"] } else { &SIZES };
+        let variants: Vec<VariantIn> = sizes
+            .iter()
+            .map(|s| VariantIn {
+                id: None,
+                sku: format!("{}-{s}", slug.to_uppercase()),
+                price_cents: price,
+                title: Some((*s).to_owned()),
+                compare_at_price_cents: (n % 4 == 0).then_some(price + 2000),
+                weight_grams: Some(rng.random_range(100..900)),
+                on_hand: Some(rng.random_range(0..60)),
+                low_stock_threshold: None,
+            })
+            .collect();
+        if let Err(v) = catalog::set_variants(tx, store, id, &variants, when)? {
+            return Err(AppError::internal(anyhow::anyhow!("demo variant {v}")));
+        }
+        for level in stock::list(tx, store, Some(id), None, None, 10, 0)? {
+            offers.push(Offer {
+                product: id,
+                variant: level.variant_id,
+            });
+        }
+    }
+    Ok(offers)
+}
+
+fn seed_customers(
+    tx: &Transaction<'_>,
+    rng: &mut StdRng,
+    store: StoreId,
+    at: DateTime<Utc>,
+) -> Result<Vec<CustomerId>, AppError> {
+    let mut ids = Vec::new();
+    for n in 0..200 {
+        let (first, last) = (FIRST[n % FIRST.len()], LAST[(n / 2) % LAST.len()]);
+        let id = CustomerId::new();
+        // A few buyers came over the messaging app and left no e-mail.
+        let email = (n % 9 != 0).then(|| {
+            let local = crate::setup::store::slugify(&format!("{first} {last} {n}"));
+            format!("{}@example.com", local.replace('-', "."))
+        });
+        let fields = customers::Fields {
+            name: Some(format!("{first} {last}")),
+            email: Some(email),
+            phone: Some(Some(format!(
+                "+55 11 9{:04}-{:04}",
+                rng.random_range(1000..9999),
+                n
+            ))),
+            addresses: Some(Vec::new()),
+            accepts_marketing: Some(n % 3 == 0),
+        };
+        let when = at + Duration::minutes(i64::try_from(n).unwrap_or(0) * 31);
+        customers::insert(tx, store, id, &fields, when)?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// The status mix of the seeded orders, out of 100.
+fn pick_status(roll: u32) -> OrderStatus {
+    match roll {
+        0..10 => OrderStatus::Pending,
+        10..25 => OrderStatus::Paid,
+        25..35 => OrderStatus::Fulfilled,
+        35..50 => OrderStatus::Shipped,
+        50..85 => OrderStatus::Delivered,
+        85..93 => OrderStatus::Cancelled,
+        93..97 => OrderStatus::PartiallyRefunded,
+        _ => OrderStatus::Refunded,
+    }
+}
+
+/// Seeds the orders; returns (order, product, paid) of every line, for reviews.
+fn seed_orders(
+    tx: &Transaction<'_>,
+    rng: &mut StdRng,
+    store: StoreId,
+    offers: &[Offer],
+    people: &[CustomerId],
+    now: DateTime<Utc>,
+) -> Result<Vec<(OrderId, ProductId, CustomerId)>, AppError> {
+    let currency = orders::currency(tx, store)?;
+    let mut sold = Vec::new();
+    for n in 0..500_i64 {
+        let mut status = pick_status(rng.random_range(0..100));
+        let customer = people[rng.random_range(0..people.len())];
+        let created = now - Duration::minutes((500 - n) * 250);
+        let mut items: Vec<OrderItem> = Vec::new();
+        for _ in 0..rng.random_range(1..4) {
+            let offer = &offers[rng.random_range(0..offers.len())];
+            if items.iter().any(|i| i.variant_id == offer.variant) {
+                continue;
+            }
+            let Some(v) = orders::sellable(tx, store, offer.variant)? else {
+                continue;
+            };
+            let quantity = rng.random_range(1..3);
+            items.push(OrderItem {
+                variant_id: offer.variant,
+                product_id: offer.product,
+                title: v.product_title,
+                variant_title: v.variant_title,
+                sku: v.sku,
+                quantity,
+                unit_price_cents: v.price_cents,
+                total_cents: v.price_cents * quantity,
+            });
+        }
+        // Open orders hold their stock; an order the shelf cannot cover was delivered long
+        // ago instead (its units left before today's count).
+        if matches!(status, OrderStatus::Pending | OrderStatus::Paid) {
+            for (i, item) in items.iter().enumerate() {
+                if let Change::Short(_) | Change::Missing =
+                    stock::change(tx, store, item.variant_id, 0, item.quantity, created)?
+                {
+                    for undo in &items[..i] {
+                        stock::change(tx, store, undo.variant_id, 0, -undo.quantity, created)?;
+                    }
+                    status = OrderStatus::Delivered;
+                    break;
+                }
+            }
+        }
+        let subtotal: i64 = items.iter().map(|i| i.total_cents).sum();
+        let shipping = if subtotal > 20_000 { 0 } else { 1_500 };
+        let discount = if n % 10 == 0 { subtotal / 10 } else { 0 };
+        let total = subtotal + shipping - discount;
+        let at = time::format(created);
+        let mut o = OrderOut {
+            id: OrderId::new(),
+            store_id: store,
+            number: orders::next_number(tx, store)?,
+            customer_id: Some(customer),
+            source: if n % 8 == 0 { "manual" } else { "api" }.into(),
+            items,
+            subtotal_cents: subtotal,
+            shipping_cents: shipping,
+            discount_cents: discount,
+            total_cents: total,
+            refunded_cents: 0,
+            currency: currency.clone(),
+            status,
+            allowed_status_transitions: status.allowed_next().to_vec(),
+            payments: Vec::new(),
+            note: String::new(),
+            created_at: at.clone(),
+            updated_at: at,
+        };
+        orders::insert(tx, &o)?;
+        let paid = !matches!(status, OrderStatus::Pending | OrderStatus::Cancelled);
+        orders::bump_customer(tx, store, Some(customer), 1, if paid { total } else { 0 })?;
+        if paid {
+            let payment = orders::insert_payment(
+                tx,
+                store,
+                o.id,
+                "manual",
+                total,
+                created + Duration::hours(1),
+            )?;
+            let refund = match status {
+                OrderStatus::Refunded => total,
+                OrderStatus::PartiallyRefunded => (total / 4).max(1),
+                _ => 0,
+            };
+            if refund > 0 {
+                let r = RefundOut {
+                    id: RefundId::new(),
+                    order_id: o.id,
+                    payment_id: payment,
+                    amount_cents: refund,
+                    reason: Some("Produto com defeito".into()),
+                    status: "succeeded".into(),
+                    created_at: time::format(created + Duration::days(3)),
+                };
+                orders::insert_refund(tx, store, &r)?;
+                orders::confirm_refund(tx, &r)?;
+                orders::bump_customer(tx, store, Some(customer), 0, -refund)?;
+                o.refunded_cents = refund;
+            }
+            o.payments = orders::payments(tx, o.id)?;
+            orders::save(tx, &o)?;
+            for item in &o.items {
+                sold.push((o.id, item.product_id, customer));
+            }
+        }
+    }
+    Ok(sold)
+}
+
+fn seed_reviews(
+    tx: &Transaction<'_>,
+    rng: &mut StdRng,
+    store: StoreId,
+    offers: &[Offer],
+    sold: &[(OrderId, ProductId, CustomerId)],
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    for n in 0..300_i64 {
+        // Two in three come from a paid order (verified purchases); the rest were imported.
+        let (product, order, customer) = if n % 3 != 0 && !sold.is_empty() {
+            let (o, p, c) = sold[rng.random_range(0..sold.len())];
+            (p, Some(o), Some(c))
+        } else {
+            (
+                offers[rng.random_range(0..offers.len())].product,
+                None,
+                None,
+            )
+        };
+        let Some((slug, title)) = reviews::product(tx, store, product)? else {
+            continue;
+        };
+        let (rating, head, body) = REVIEWS[rng.random_range(0..REVIEWS.len())];
+        let status = match rng.random_range(0..100) {
+            0..60 => ReviewStatus::Approved,
+            60..85 => ReviewStatus::Pending,
+            _ => ReviewStatus::Rejected,
+        };
+        let first = FIRST[rng.random_range(0..FIRST.len())];
+        let at = time::format(now - Duration::minutes((300 - n) * 200));
+        let r = ReviewOut {
+            id: ReviewId::new(),
+            store_id: store,
+            product_id: product,
+            customer_id: customer,
+            order_id: order,
+            author_name: first.into(),
+            author_email: format!("{}.{n}@example.com", crate::setup::store::slugify(first)),
+            title: head.into(),
+            body: body.into(),
+            rating,
+            status,
+            is_verified_purchase: order.is_some(),
+            created_at: at.clone(),
+            updated_at: at,
+            product_slug: slug,
+            product_title: title,
+        };
+        reviews::insert(tx, &r)?;
     }
     Ok(())
 }

@@ -161,6 +161,33 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
     let db = dir.path().join("merchant-admin.db");
     assert!(count(&db, "users") > 1, "demo adds people");
     assert!(count(&db, "store_members") > 1);
+    // A store to click through: catalog, customers, orders in every status, reviews.
+    assert_eq!(count(&db, "products"), 50);
+    assert!(count(&db, "variants") > 100);
+    assert_eq!(count(&db, "customers"), 200);
+    assert_eq!(count(&db, "orders"), 500);
+    assert_eq!(count(&db, "reviews"), 300);
+    assert!(count(&db, "refunds") > 5);
+    let c = Connection::open(&db).unwrap();
+    let distinct = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(distinct("SELECT COUNT(DISTINCT status) FROM orders"), 8);
+    assert_eq!(distinct("SELECT COUNT(DISTINCT status) FROM reviews"), 3);
+    assert!(distinct("SELECT COUNT(*) FROM variants WHERE reserved > 0") > 0);
+    assert!(distinct("SELECT COUNT(*) FROM reviews WHERE is_verified_purchase") > 0);
+    // What the API shows agrees with the rows: every paid order has its payment.
+    assert_eq!(
+        distinct(
+            "SELECT COUNT(*) FROM orders o WHERE o.status NOT IN ('pending', 'cancelled')
+             AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.id)"
+        ),
+        0
+    );
+    assert_eq!(
+        distinct(
+            "SELECT COUNT(*) FROM orders WHERE status = 'refunded' AND refunded_cents <> total_cents"
+        ),
+        0
+    );
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod orders;
 mod paging;
 mod process;
 mod rate_limit;
+mod reviews;
 mod storage;
 mod tenants;
 mod two_factor;

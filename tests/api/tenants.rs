@@ -393,6 +393,10 @@ async fn the_authorization_table_for_store_routes() {
     )
     .await
     .expect(200);
+    let new_review = json!({"product_id": product_path.rsplit('/').next().unwrap(),
+                            "author_name": "Ana", "author_email": "ana@example.com",
+                            "title": "Good", "body": "Yes.", "rating": 4});
+    let review_path = made("reviews", new_review.clone()).await;
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -656,6 +660,34 @@ async fn the_authorization_table_for_store_routes() {
             Some(json!({"delta": 1, "reason": "recount"})),
             Some("inventory.write"),
             &["owner", "admin", "staff"],
+        ),
+        (
+            get(),
+            format!("{p}/reviews?status=pending&limit=1&include_total=true"),
+            None,
+            Some("reviews.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/reviews"),
+            Some(new_review),
+            Some("reviews.write"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            review_path.clone(),
+            None,
+            Some("reviews.read"),
+            all_roles,
+        ),
+        (
+            patch(),
+            review_path.clone(),
+            Some(json!({"status": "approved"})),
+            Some("reviews.write"),
+            &["owner", "admin"],
         ),
         (
             post(),

@@ -1,0 +1,87 @@
+//! Review DTOs.
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewStatus {
+    Pending,
+    /// Shown on the storefront.
+    Approved,
+    Rejected,
+}
+
+impl ReviewStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(Self::Pending),
+            "approved" => Some(Self::Approved),
+            "rejected" => Some(Self::Rejected),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReviewOut {
+    pub id: ReviewId,
+    pub store_id: StoreId,
+    pub product_id: ProductId,
+    pub customer_id: Option<CustomerId>,
+    pub order_id: Option<OrderId>,
+    pub author_name: String,
+    pub author_email: String,
+    pub title: String,
+    pub body: String,
+    pub rating: i64,
+    pub status: ReviewStatus,
+    pub is_verified_purchase: bool,
+    pub created_at: String,
+    pub updated_at: String,
+    pub product_slug: String,
+    pub product_title: String,
+}
+
+/// A review imported from elsewhere (another platform, an e-mail campaign).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewIn {
+    pub product_id: ProductId,
+    pub customer_id: Option<CustomerId>,
+    /// Makes the review a verified purchase when that order bought the product.
+    pub order_id: Option<OrderId>,
+    pub author_name: String,
+    pub author_email: String,
+    pub title: String,
+    pub body: String,
+    /// 1 to 5.
+    pub rating: i64,
+    /// Default `pending`.
+    pub status: Option<ReviewStatus>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewPatch {
+    /// Required.
+    pub status: ReviewStatus,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ReviewFilter {
+    pub status: Option<ReviewStatus>,
+    pub product_id: Option<ProductId>,
+}

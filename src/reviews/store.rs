@@ -1,0 +1,196 @@
+//! SQL of reviews; every query is scoped by store.
+
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::model::{ReviewOut, ReviewStatus};
+use crate::http::error::AppError;
+use crate::http::page::Position;
+use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
+
+const COLUMNS: &str = "r.id, r.store_id, r.product_id, r.customer_id, r.order_id, r.author_name,
+    r.author_email, r.title, r.body, r.rating, r.status, r.is_verified_purchase, r.created_at,
+    r.updated_at, p.slug, p.title";
+
+fn row(r: &Row<'_>) -> rusqlite::Result<ReviewOut> {
+    Ok(ReviewOut {
+        id: r.get(0)?,
+        store_id: r.get(1)?,
+        product_id: r.get(2)?,
+        customer_id: r.get(3)?,
+        order_id: r.get(4)?,
+        author_name: r.get(5)?,
+        author_email: r.get(6)?,
+        title: r.get(7)?,
+        body: r.get(8)?,
+        rating: r.get(9)?,
+        status: ReviewStatus::parse(&r.get::<_, String>(10)?).unwrap_or(ReviewStatus::Pending),
+        is_verified_purchase: r.get(11)?,
+        created_at: r.get(12)?,
+        updated_at: r.get(13)?,
+        product_slug: r.get(14)?,
+        product_title: r.get(15)?,
+    })
+}
+
+pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
+    tx.prepare_cached(
+        "INSERT INTO reviews (id, store_id, product_id, customer_id, order_id, author_name,
+                              author_email, title, body, rating, status, is_verified_purchase,
+                              created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?
+    .execute(params![
+        r.id,
+        r.store_id,
+        r.product_id,
+        r.customer_id,
+        r.order_id,
+        r.author_name,
+        r.author_email,
+        r.title,
+        r.body,
+        r.rating,
+        r.status.as_str(),
+        r.is_verified_purchase,
+        r.created_at,
+        r.updated_at
+    ])?;
+    Ok(())
+}
+
+pub fn get(c: &Connection, store: StoreId, id: ReviewId) -> Result<Option<ReviewOut>, AppError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM reviews r JOIN products p ON p.id = r.product_id
+         WHERE r.store_id = ?1 AND r.id = ?2"
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, id], row)
+        .optional()?)
+}
+
+/// False when the store has no such review.
+pub fn set_status(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ReviewId,
+    status: ReviewStatus,
+    now: &str,
+) -> Result<bool, AppError> {
+    Ok(tx.execute(
+        "UPDATE reviews SET status = ?3, updated_at = ?4 WHERE store_id = ?1 AND id = ?2",
+        params![store, id, status.as_str(), now],
+    )? == 1)
+}
+
+/// The product's title and slug, when it is the store's.
+pub fn product(
+    c: &Connection,
+    store: StoreId,
+    id: ProductId,
+) -> Result<Option<(String, String)>, AppError> {
+    Ok(
+        c.prepare_cached("SELECT slug, title FROM products WHERE store_id = ?1 AND id = ?2")?
+            .query_row(params![store, id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?,
+    )
+}
+
+/// What an order of the store says about a review of `product`: its customer, and whether
+/// it is a paid purchase of the product. None when the store has no such order.
+pub fn purchase(
+    c: &Connection,
+    store: StoreId,
+    order: OrderId,
+    product: ProductId,
+) -> Result<Option<(Option<CustomerId>, bool)>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT o.customer_id,
+                    o.status IN ('paid', 'fulfilled', 'shipped', 'delivered', 'partially_refunded')
+                    AND EXISTS (SELECT 1 FROM json_each(o.items)
+                                WHERE json_extract(value, '$.product_id') = ?3)
+             FROM orders o WHERE o.store_id = ?1 AND o.id = ?2",
+    )?
+    .query_row(params![store, order, product], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
+    .optional()?)
+}
+
+/// The list's WHERE clause with only the filters in use, so SQLite can seek the index that
+/// matches them (`?2 IS NULL OR ...` would hide the column from the planner).
+fn filter(status: Option<ReviewStatus>, product: Option<ProductId>) -> String {
+    format!(
+        "r.store_id = ?1 AND {} AND {}",
+        if status.is_some() {
+            "r.status = ?2"
+        } else {
+            "?2 IS NULL"
+        },
+        if product.is_some() {
+            "r.product_id = ?3"
+        } else {
+            "?3 IS NULL"
+        },
+    )
+}
+
+/// The store's reviews, newest first.
+pub fn list(
+    c: &Connection,
+    store: StoreId,
+    status: Option<ReviewStatus>,
+    product: Option<ProductId>,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<ReviewOut>, AppError> {
+    let (at, id) = after
+        .cloned()
+        .unwrap_or_else(|| ("9999".into(), String::new()));
+    let sql = format!(
+        "SELECT {COLUMNS} FROM reviews r JOIN products p ON p.id = r.product_id
+         WHERE {} AND (r.created_at, r.id) < (?4, ?5)
+         ORDER BY r.created_at DESC, r.id DESC LIMIT ?6 OFFSET ?7",
+        filter(status, product)
+    );
+    c.prepare_cached(&sql)?
+        .query_map(
+            params![
+                store,
+                status.map(ReviewStatus::as_str),
+                product,
+                at,
+                id,
+                limit,
+                offset
+            ],
+            row,
+        )?
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
+}
+
+pub fn count(
+    c: &Connection,
+    store: StoreId,
+    status: Option<ReviewStatus>,
+    product: Option<ProductId>,
+) -> Result<i64, AppError> {
+    if product.is_some() {
+        let sql = format!(
+            "SELECT COUNT(*) FROM reviews r WHERE {}",
+            filter(status, product)
+        );
+        return Ok(c.prepare_cached(&sql)?.query_row(
+            params![store, status.map(ReviewStatus::as_str), product],
+            |r| r.get(0),
+        )?);
+    }
+    Ok(c.prepare_cached(
+        "SELECT COALESCE(SUM(n), 0) FROM review_counts
+             WHERE store_id = ?1 AND (?2 IS NULL OR status = ?2)",
+    )?
+    .query_row(params![store, status.map(ReviewStatus::as_str)], |r| {
+        r.get(0)
+    })?)
+}

@@ -1,0 +1,406 @@
+//! Reviews (issue 6; spec 2.9, 4.6).
+
+use serde_json::{Value, json};
+
+use crate::helpers::spawn_app;
+use crate::orders::Shop;
+use crate::tenants::{get, patch, post};
+
+impl Shop {
+    /// The product of the shop's variants (as `GET /products/{id}` shows it).
+    async fn product(&self) -> Value {
+        let inv = self
+            .app
+            .call(get(), &self.path("inventory?limit=200"), &self.token, None)
+            .await;
+        let row = inv.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant_id"] == self.variants[0].as_str())
+            .unwrap();
+        let id = row["product_id"].as_str().unwrap().to_owned();
+        let r = self
+            .app
+            .call(
+                get(),
+                &self.path(&format!("products/{id}")),
+                &self.token,
+                None,
+            )
+            .await;
+        r.expect(200);
+        r.body.clone()
+    }
+
+    async fn review(&self, extra: Value) -> crate::helpers::Reply {
+        let product = self.product().await;
+        let mut body = json!({"product_id": product["id"], "author_name": "Ana",
+                              "author_email": "Ana@Example.com", "title": "Great",
+                              "body": "Fits well.", "rating": 5});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        self.app
+            .call(post(), &self.path("reviews"), &self.token, Some(body))
+            .await
+    }
+
+    async fn moderate(&self, review: &Value, status: &str) -> Value {
+        let r = self
+            .app
+            .call(
+                patch(),
+                &self.path(&format!("reviews/{}", review["id"].as_str().unwrap())),
+                &self.token,
+                Some(json!({ "status": status })),
+            )
+            .await;
+        r.expect(200);
+        r.body.clone()
+    }
+
+    async fn badge(&self) -> i64 {
+        let r = self
+            .app
+            .call(
+                get(),
+                &self.path("reviews?status=pending&limit=1&include_total=true"),
+                &self.token,
+                None,
+            )
+            .await;
+        r.expect(200);
+        assert!(r.body["data"].as_array().unwrap().len() <= 1);
+        r.body["total"].as_i64().unwrap()
+    }
+}
+
+#[tokio::test]
+async fn reviews_are_imported_moderated_and_rate_their_product() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let product = shop.product().await;
+    assert_eq!(product["rating_average"], Value::Null);
+    assert_eq!(product["rating_count"], 0);
+
+    let first = shop.review(json!({})).await;
+    first.expect(201);
+    let r = &first.body;
+    assert_eq!(r["status"], "pending");
+    assert_eq!(r["store_id"], shop.store.as_str());
+    assert_eq!(r["product_id"], product["id"]);
+    assert_eq!(r["product_slug"], product["slug"]);
+    assert_eq!(r["product_title"], "Tee");
+    assert_eq!(r["author_email"], "ana@example.com");
+    assert_eq!(r["is_verified_purchase"], false);
+    assert_eq!(r["customer_id"], Value::Null);
+    assert_eq!(r["order_id"], Value::Null);
+    for k in ["id", "created_at", "updated_at"] {
+        assert!(r[k].is_string(), "{k}");
+    }
+    let got = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!("reviews/{}", r["id"].as_str().unwrap())),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(got.body, *r);
+    shop.app.clock.advance(chrono::Duration::seconds(1));
+    let second = shop.review(json!({"rating": 4})).await.body.clone();
+    shop.app.clock.advance(chrono::Duration::seconds(1));
+    let third = shop.review(json!({"rating": 2})).await.body.clone();
+    assert_eq!(shop.badge().await, 3);
+
+    // Only approved reviews count toward the rating.
+    let approved = shop.moderate(r, "approved").await;
+    assert_eq!(approved["status"], "approved");
+    shop.moderate(&second, "approved").await;
+    shop.moderate(&third, "rejected").await;
+    let p = shop.product().await;
+    assert_eq!(
+        (p["rating_average"].as_f64(), p["rating_count"].as_i64()),
+        (Some(4.5), Some(2))
+    );
+    assert_eq!(shop.badge().await, 0);
+    shop.moderate(r, "rejected").await;
+    let p = shop.product().await;
+    assert_eq!(
+        (p["rating_average"].as_f64(), p["rating_count"].as_i64()),
+        (Some(4.0), Some(1))
+    );
+    // Imported as approved: counted at once.
+    shop.review(json!({"rating": 3, "status": "approved"}))
+        .await
+        .expect(201);
+    let p = shop.product().await;
+    assert_eq!(
+        (p["rating_average"].as_f64(), p["rating_count"].as_i64()),
+        (Some(3.5), Some(2))
+    );
+    let approved_list = shop
+        .app
+        .call(
+            get(),
+            &shop.path("reviews?status=approved&include_total=true"),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(approved_list.body["total"], 2);
+
+    // PATCH needs a known status; nothing changes otherwise.
+    let path = shop.path(&format!("reviews/{}", second["id"].as_str().unwrap()));
+    for body in [
+        json!({}),
+        json!({"status": "hidden"}),
+        json!({"status": null}),
+        json!({"status": "approved", "rating": 1}),
+    ] {
+        shop.app
+            .call(patch(), &path, &shop.token, Some(body))
+            .await
+            .expect_error(422, "validation_failed");
+    }
+    // Bad imports are 422 and write nothing.
+    let before = shop.app.count("SELECT COUNT(*) FROM reviews").await;
+    for (extra, field) in [
+        (json!({"rating": 0}), "rating"),
+        (json!({"rating": 6}), "rating"),
+        (json!({"author_name": " "}), "author_name"),
+        (json!({"author_email": "nope"}), "author_email"),
+        (json!({"product_id": uuid::Uuid::now_v7()}), "product_id"),
+        (json!({"customer_id": uuid::Uuid::now_v7()}), "customer_id"),
+        (json!({"order_id": uuid::Uuid::now_v7()}), "order_id"),
+        (json!({"status": "hidden"}), "status"),
+        (
+            json!({"is_verified_purchase": true}),
+            "is_verified_purchase",
+        ),
+    ] {
+        let r = shop.review(extra.clone()).await;
+        r.expect_error(422, "validation_failed");
+        assert!(
+            r.body["details"]["fields"].get(field).is_some(),
+            "{extra}: {}",
+            r.text
+        );
+    }
+    assert_eq!(shop.app.count("SELECT COUNT(*) FROM reviews").await, before);
+
+    // Another store's review is not found.
+    let (other, _) = shop.app.member("other@example.com").await;
+    let theirs = shop.app.open_store(&other, "Other").await;
+    let id = r["id"].as_str().unwrap();
+    let their_path = format!("/v1/stores/{theirs}/reviews/{id}");
+    shop.app
+        .call(get(), &their_path, &other, None)
+        .await
+        .expect_error(404, "not_found");
+    shop.app
+        .call(
+            patch(),
+            &their_path,
+            &other,
+            Some(json!({"status": "approved"})),
+        )
+        .await
+        .expect_error(404, "not_found");
+    let listed = shop
+        .app
+        .call(
+            get(),
+            &format!("/v1/stores/{theirs}/reviews?include_total=true"),
+            &other,
+            None,
+        )
+        .await;
+    assert_eq!(listed.body["total"], 0);
+    assert_eq!(shop.moderate(r, "rejected").await["status"], "rejected");
+
+    // Deleting the product takes its reviews, and the counts, with it.
+    shop.review(json!({})).await.expect(201);
+    assert_eq!(shop.badge().await, 1);
+    shop.app
+        .call(
+            reqwest::Method::DELETE,
+            &shop.path(&format!("products/{}", product["id"].as_str().unwrap())),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect(204);
+    assert_eq!(shop.badge().await, 0);
+    let all = shop
+        .app
+        .call(
+            get(),
+            &shop.path("reviews?include_total=true"),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(all.body["total"], 0);
+}
+
+#[tokio::test]
+async fn a_verified_purchase_is_a_paid_order_of_the_product() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let pending = shop.order(1).await;
+    let paid = shop.order(1).await;
+    shop.set_status(&paid, "paid").await;
+    let cancelled = shop.order(1).await;
+    shop.set_status(&cancelled, "cancelled").await;
+    let other_product = shop
+        .app
+        .call(
+            post(),
+            &shop.path("products"),
+            &shop.token,
+            Some(json!({"title": "Mug", "variants": [{"sku": "MUG", "price_cents": 900, "on_hand": 5}]})),
+        )
+        .await;
+    other_product.expect(201);
+
+    let verified = shop.review(json!({"order_id": paid["id"]})).await;
+    verified.expect(201);
+    assert_eq!(verified.body["is_verified_purchase"], true);
+    // The reviewer is the order's customer.
+    assert_eq!(verified.body["customer_id"], shop.customer.as_str());
+    assert_eq!(verified.body["order_id"], paid["id"]);
+    for (order, why) in [(&pending, "not paid"), (&cancelled, "cancelled")] {
+        let r = shop.review(json!({"order_id": order["id"]})).await;
+        r.expect(201);
+        assert_eq!(r.body["is_verified_purchase"], false, "{why}");
+    }
+    // The order did not buy this product.
+    let mug = shop
+        .review(json!({"order_id": paid["id"], "product_id": other_product.body["id"]}))
+        .await;
+    mug.expect(201);
+    assert_eq!(mug.body["is_verified_purchase"], false);
+    // Someone else's order does not verify this reviewer.
+    let bruno = shop
+        .app
+        .call(
+            post(),
+            &shop.path("customers"),
+            &shop.token,
+            Some(json!({"name": "Bruno"})),
+        )
+        .await;
+    let r = shop
+        .review(json!({"order_id": paid["id"], "customer_id": bruno.body["id"]}))
+        .await;
+    r.expect(201);
+    assert_eq!(r.body["is_verified_purchase"], false);
+    assert_eq!(r.body["customer_id"], bruno.body["id"]);
+    // A client cannot claim it.
+    shop.review(json!({"is_verified_purchase": true}))
+        .await
+        .expect_error(422, "validation_failed");
+}
+
+#[tokio::test]
+async fn the_review_list_filters_and_pages_stably_while_reviews_arrive() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let mug = shop
+        .app
+        .call(
+            post(),
+            &shop.path("products"),
+            &shop.token,
+            Some(json!({"title": "Mug", "variants": [{"sku": "MUG", "price_cents": 900}]})),
+        )
+        .await;
+    let mut made = Vec::new();
+    for i in 0..6 {
+        let extra = if i % 2 == 0 {
+            json!({"title": format!("r{i}")})
+        } else {
+            json!({"title": format!("r{i}"), "product_id": mug.body["id"]})
+        };
+        made.push(shop.review(extra).await.body.clone());
+        shop.app.clock.advance(chrono::Duration::seconds(1));
+    }
+    let titles = |p: &Value| -> Vec<String> {
+        p["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let page1 = shop
+        .app
+        .call(get(), &shop.path("reviews?limit=2"), &shop.token, None)
+        .await;
+    page1.expect(200);
+    assert_eq!(titles(&page1.body), ["r5", "r4"]);
+    assert_eq!(page1.body["has_more"], true);
+    // A review imported between pages does not shift the next page.
+    shop.review(json!({"title": "late"})).await.expect(201);
+    let cursor = page1.body["next_cursor"].as_str().unwrap();
+    let page2 = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!("reviews?limit=2&cursor={cursor}")),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(titles(&page2.body), ["r3", "r2"]);
+
+    let by_mug = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!(
+                "reviews?product_id={}&include_total=true",
+                mug.body["id"].as_str().unwrap()
+            )),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(titles(&by_mug.body), ["r5", "r3", "r1"]);
+    assert_eq!(by_mug.body["total"], 3);
+    shop.moderate(&made[3], "approved").await;
+    let approved_mug = shop
+        .app
+        .call(
+            get(),
+            &shop.path(&format!(
+                "reviews?product_id={}&status=approved",
+                mug.body["id"].as_str().unwrap()
+            )),
+            &shop.token,
+            None,
+        )
+        .await;
+    assert_eq!(titles(&approved_mug.body), ["r3"]);
+    // A cursor is bound to its filters; unknown filters and statuses are refused.
+    shop.app
+        .call(
+            get(),
+            &shop.path(&format!("reviews?status=pending&cursor={cursor}")),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect_error(400, "invalid_cursor");
+    for q in ["status=hidden", "rating=5", "product_id=nope"] {
+        shop.app
+            .call(
+                get(),
+                &shop.path(&format!("reviews?{q}")),
+                &shop.token,
+                None,
+            )
+            .await
+            .expect_error(422, "validation_failed");
+    }
+}
