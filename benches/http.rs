@@ -228,7 +228,12 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 
 /// Creates an organization, a store and a store API token with every scope; returns the
 /// store id and the token.
-async fn store_token(client: &reqwest::Client, base: &str, session: &str) -> (String, String) {
+async fn store_token(
+    client: &reqwest::Client,
+    base: &str,
+    session: &str,
+    name: &str,
+) -> (String, String) {
     let post = |path: &str, body: Value| {
         client
             .post(format!("{base}{path}"))
@@ -236,7 +241,7 @@ async fn store_token(client: &reqwest::Client, base: &str, session: &str) -> (St
             .json(&body)
             .send()
     };
-    let org: Value = post("/v1/tenants", json!({"name": "Bench Org"}))
+    let org: Value = post("/v1/tenants", json!({"name": format!("{name} Org")}))
         .await
         .unwrap()
         .json()
@@ -244,7 +249,7 @@ async fn store_token(client: &reqwest::Client, base: &str, session: &str) -> (St
         .unwrap();
     let store: Value = post(
         "/v1/stores",
-        json!({"tenant_id": org["id"], "name": "Bench Store"}),
+        json!({"tenant_id": org["id"], "name": format!("{name} Store")}),
     )
     .await
     .unwrap()
@@ -353,6 +358,21 @@ fn scenarios(token: &str, store_id: &str, store_token: &str) -> Vec<Scenario> {
     ]
 }
 
+fn report(s: &Scenario, r: &Measured, args: &Args) {
+    #[expect(clippy::cast_precision_loss, reason = "a rate")]
+    let rps = r.requests as f64 / r.elapsed.as_secs_f64();
+    println!(
+        "{:<32} {:>5} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>6}",
+        s.name,
+        s.connections.unwrap_or(args.connections),
+        r.requests,
+        rps,
+        pct(&r.latencies, 0.50),
+        pct(&r.latencies, 0.99),
+        r.errors
+    );
+}
+
 fn main() {
     let args = parse_args();
     let dir = tempfile::tempdir().unwrap();
@@ -369,28 +389,26 @@ fn main() {
         .unwrap();
     let base = Arc::new(base);
     let token = rt.block_on(sign_in(&client, &base));
-    let (store_id, st_token) = rt.block_on(store_token(&client, &base, &token));
+    let (store_id, st_token) = rt.block_on(store_token(&client, &base, &token, "Bench"));
     println!(
         "{:<32} {:>5} {:>9} {:>10} {:>8} {:>8} {:>6}",
         "scenario", "conns", "requests", "req/s", "p50 ms", "p99 ms", "errors"
     );
+    let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
     for s in scenarios(&token, &store_id, &st_token) {
-        if args.only.as_deref().is_some_and(|o| !s.name.contains(o)) {
-            continue;
+        if wanted(s.name) {
+            report(&s, &rt.block_on(run(&s, &client, &base, &args)), &args);
         }
-        let r = rt.block_on(run(&s, &client, &base, &args));
-        #[expect(clippy::cast_precision_loss, reason = "a rate")]
-        let rps = r.requests as f64 / r.elapsed.as_secs_f64();
-        println!(
-            "{:<32} {:>5} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>6}",
-            s.name,
-            s.connections.unwrap_or(args.connections),
-            r.requests,
-            rps,
-            pct(&r.latencies, 0.50),
-            pct(&r.latencies, 0.99),
-            r.errors
-        );
+    }
+    let admin = admin::SCENARIOS;
+    if admin.iter().any(|n| wanted(n)) {
+        let (scenarios, hook) = rt.block_on(admin::prepare(&client, &base, &token));
+        for s in scenarios.iter().filter(|s| wanted(s.name)) {
+            if s.name == admin::WITH_WEBHOOK {
+                rt.block_on(hook.subscribe(&client, &base));
+            }
+            report(s, &rt.block_on(run(s, &client, &base, &args)), &args);
+        }
     }
     if args.only.as_deref().is_none_or(|o| "webhooks".contains(o)) {
         rt.block_on(webhooks::run(
@@ -536,5 +554,168 @@ mod webhooks {
             "  RSS: {idle:.1} MiB before, {backlog:.1} MiB with 100,000 queued, at most {drain_max:.1} MiB \
              while draining them ({rate:.0} deliveries/s); at most {max_rss:.1} MiB in phases 1-2"
         );
+    }
+}
+
+/// Store administration (issue 6): lists and the pending badge on a store holding 100,000
+/// reviews and 100,000 orders, and order creation (stock reserved, `orders.created`
+/// recorded and its delivery enqueued for a subscribed webhook).
+mod admin {
+    use std::time::Instant;
+
+    use serde_json::{Value, json};
+
+    use super::{Call, Scenario};
+
+    /// The last scenario: order creation once a webhook subscribes to `orders.created`.
+    pub const WITH_WEBHOOK: &str = "POST orders + webhook";
+
+    /// A webhook to subscribe before [`WITH_WEBHOOK`] runs.
+    pub struct Hook {
+        token: String,
+        path: String,
+    }
+
+    impl Hook {
+        /// Starts a receiver answering 200 and subscribes it to `orders.created`, so each
+        /// new order also enqueues a delivery that is then made during the measurement.
+        pub async fn subscribe(&self, client: &reqwest::Client, base: &str) {
+            let app = axum::Router::new().route("/hook", axum::routing::post(|| async { "ok" }));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}/hook", listener.local_addr().unwrap());
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            post(
+                client,
+                base,
+                &self.token,
+                &self.path,
+                json!({"url": url, "events": ["orders.created"]}),
+            )
+            .await;
+        }
+    }
+
+    pub const SCENARIOS: [&str; 7] = [
+        "GET reviews limit=50",
+        "GET orders limit=50",
+        "GET reviews limit=1",
+        "GET orders limit=1",
+        "GET pending-review badge",
+        "POST orders",
+        WITH_WEBHOOK,
+    ];
+
+    async fn post(
+        client: &reqwest::Client,
+        base: &str,
+        token: &str,
+        path: &str,
+        body: Value,
+    ) -> Value {
+        let r = client
+            .post(format!("{base}{path}"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.unwrap_or(Value::Null)
+    }
+
+    /// A fresh store with a catalog, customers, a webhook on `orders.created`, and the
+    /// 100,000 orders and reviews; returns the scenarios to run on it.
+    pub async fn prepare(
+        client: &reqwest::Client,
+        base: &str,
+        session: &str,
+    ) -> (Vec<Scenario>, Hook) {
+        let (store, token) = super::store_token(client, base, session, "Admin").await;
+        let p = format!("/v1/stores/{store}");
+        let mut variants = Vec::new();
+        for n in 0..10 {
+            let product = post(client, base, &token, &format!("{p}/products"), json!({
+                "title": format!("Product {n}"),
+                "variants": [
+                    {"sku": format!("P{n}-S"), "price_cents": 1990 + n, "on_hand": 100_000_000},
+                    {"sku": format!("P{n}-M"), "price_cents": 2990 + n, "on_hand": 100_000_000}],
+            }))
+            .await;
+            for v in product["variants"].as_array().unwrap() {
+                variants.push(v["id"].as_str().unwrap().to_owned());
+            }
+        }
+        let customer = post(
+            client,
+            base,
+            &token,
+            &format!("{p}/customers"),
+            json!({"name": "Bench Buyer", "email": "buyer@example.com"}),
+        )
+        .await;
+        for n in 0..20 {
+            post(
+                client,
+                base,
+                &token,
+                &format!("{p}/customers"),
+                json!({"name": format!("Customer {n}")}),
+            )
+            .await;
+        }
+        let hook = Hook {
+            token: token.clone(),
+            path: format!("{p}/webhooks"),
+        };
+
+        let t = Instant::now();
+        post(
+            client,
+            base,
+            &token,
+            &format!("/v1/_bench/stores/{store}/seed"),
+            json!({"orders": 100_000, "reviews": 100_000}),
+        )
+        .await;
+        println!(
+            "    (seeded 100,000 orders and 100,000 reviews in {:.1} s)",
+            t.elapsed().as_secs_f64()
+        );
+
+        let get = |path: String| Call {
+            bearer: Some(token.clone()),
+            ..Call::get(&path)
+        };
+        let new_order = Call {
+            method: reqwest::Method::POST,
+            path: format!("{p}/orders"),
+            bearer: Some(token.clone()),
+            body: Some(
+                json!({"customer_id": customer["id"], "shipping_cents": 1000,
+                "items": [{"variant_id": variants[3], "quantity": 1},
+                          {"variant_id": variants[8], "quantity": 2}]}),
+            ),
+        };
+        let scenario = |name: &'static str, call: Call| Scenario {
+            name,
+            call,
+            connections: None,
+            background: None,
+        };
+        let scenarios = vec![
+            scenario(SCENARIOS[0], get(format!("{p}/reviews?limit=50"))),
+            scenario(SCENARIOS[1], get(format!("{p}/orders?limit=50"))),
+            scenario(SCENARIOS[2], get(format!("{p}/reviews?limit=1"))),
+            scenario(SCENARIOS[3], get(format!("{p}/orders?limit=1"))),
+            scenario(
+                SCENARIOS[4],
+                get(format!(
+                    "{p}/reviews?status=pending&limit=1&include_total=true"
+                )),
+            ),
+            scenario(SCENARIOS[5], new_order.clone()),
+            scenario(SCENARIOS[6], new_order),
+        ];
+        (scenarios, hook)
     }
 }

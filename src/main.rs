@@ -14,6 +14,11 @@ use merchant_admin::db::{self, Db, backup, migrate};
 use merchant_admin::{AppState, serve, setup};
 use tracing_subscriber::EnvFilter;
 
+// mimalloc: glibc malloc's arena locking and consolidation were an eighth of the server's
+// time in list benchmarks (many small strings per row, freed on other threads).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();

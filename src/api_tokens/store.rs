@@ -48,7 +48,8 @@ pub fn create(
     now: DateTime<Utc>,
 ) -> Result<TokenOut, AppError> {
     let (id, value) = (ApiTokenId::new(), secrets::new_token(PREFIX));
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO api_tokens (id, store_id, created_by, name, scopes, token_hash, last4,
                                  created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -112,7 +113,8 @@ pub fn rotate(
     id: ApiTokenId,
 ) -> Result<Option<TokenOut>, AppError> {
     let value = secrets::new_token(PREFIX);
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE api_tokens SET token_hash = ?3, last4 = ?4 WHERE store_id = ?1 AND id = ?2",
         params![store, id, secrets::hash(&value), last4(&value)],
     )?;
@@ -128,7 +130,8 @@ pub fn rotate(
 
 /// Revokes a token; false when the store has no such token.
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: ApiTokenId) -> Result<bool, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "DELETE FROM api_tokens WHERE store_id = ?1 AND id = ?2",
         params![store, id],
     )? == 1)

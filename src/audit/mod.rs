@@ -87,7 +87,8 @@ pub fn record(
     resource_id: &str,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO audit_log (id, store_id, tenant_id, actor_user_id, token_name, action,
                                 resource_type, resource_id, trace_id, created_at)
          VALUES (?1, ?2, ?10, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",

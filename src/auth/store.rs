@@ -71,7 +71,8 @@ pub fn insert_user(
 ) -> Result<UserRow, AppError> {
     let id = UserId::new();
     let now = time::format(now);
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO users (id, email, password_hash, locale, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
         params![id, email, password_hash, locale, now],
@@ -110,7 +111,8 @@ pub fn set_locale(
     locale: Locale,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE users SET locale = ?2, updated_at = ?3 WHERE id = ?1",
         params![id, locale, time::format(now)],
     )?;
@@ -123,7 +125,8 @@ pub fn set_password(
     hash: &str,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE id = ?1",
         params![id, hash, time::format(now)],
     )?;
@@ -144,7 +147,8 @@ pub fn set_disabled(
         })
         .optional()?;
     let Some(id) = id else { return Ok(false) };
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE users SET disabled_at = CASE WHEN ?2 THEN COALESCE(disabled_at, ?3) END,
                           updated_at = ?3
          WHERE id = ?1",
@@ -182,7 +186,8 @@ pub fn create_session(
 ) -> Result<IssuedPair, AppError> {
     let id = SessionId::new();
     let now_s = time::format(now);
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO sessions (id, user_id, device_name, address, created_at, last_used_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
         params![id, user_id, device_name, address, now_s],
@@ -203,7 +208,8 @@ fn issue_pair(
         secrets::new_token(ACCESS_PREFIX),
         secrets::new_token(REFRESH_PREFIX),
     );
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO token_pairs (id, session_id, access_hash, refresh_hash, created_at,
                                   access_expires_at, refresh_expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -295,18 +301,21 @@ pub fn refresh(
             return Ok(Refreshed::Reused);
         }
         // A retry: the pair the client never received is retired, a fresh one replaces it.
-        tx.execute(
+        crate::db::exec(
+            tx,
             "UPDATE token_pairs SET retired_at = ?2 WHERE id = ?1",
             params![replaced_by, now_s],
         )?;
     } else {
-        tx.execute(
+        crate::db::exec(
+            tx,
             "UPDATE token_pairs SET refresh_used_at = ?2 WHERE id = ?1",
             params![pair, now_s],
         )?;
     }
     let (new_id, issued) = issue_pair(tx, session, user, now, life)?;
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE token_pairs SET replaced_by = ?2 WHERE id = ?1",
         params![pair, new_id],
     )?;
@@ -319,7 +328,8 @@ pub fn revoke_session(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE sessions SET revoked_at = ?2, revoke_reason = ?3 WHERE id = ?1 AND revoked_at IS NULL",
         params![id, time::format(now), reason],
     )?;
@@ -334,7 +344,8 @@ pub fn revoke_user_sessions(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<usize, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "UPDATE sessions SET revoked_at = ?3, revoke_reason = ?4
          WHERE user_id = ?1 AND revoked_at IS NULL AND (?2 IS NULL OR id <> ?2)",
         params![user, keep, time::format(now), reason],
@@ -363,7 +374,8 @@ pub fn revoke_own_session(
     id: SessionId,
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE sessions SET revoked_at = ?3, revoke_reason = 'device_revoked'
          WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
         params![id, user, time::format(now)],
@@ -464,7 +476,8 @@ pub fn record_failure(
     address: &str,
     now: DateTime<Utc>,
 ) -> Result<i64, AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO sign_in_failures (email, address, at) VALUES (?1, ?2, ?3)",
         params![email, address, time::format(now)],
     )?;
@@ -472,7 +485,7 @@ pub fn record_failure(
 }
 
 pub fn clear_failure(tx: &Transaction<'_>, id: i64) -> Result<(), AppError> {
-    tx.execute("DELETE FROM sign_in_failures WHERE id = ?1", [id])?;
+    crate::db::exec(tx, "DELETE FROM sign_in_failures WHERE id = ?1", [id])?;
     Ok(())
 }
 
@@ -485,24 +498,29 @@ pub fn purge(
     window: Duration,
 ) -> Result<usize, AppError> {
     let day_ago = time::format(now - Duration::days(1));
-    let mut removed = tx.execute(
+    let mut removed = crate::db::exec(
+        tx,
         "DELETE FROM sign_in_failures WHERE at <= ?1",
         [time::format(now - window)],
     )?;
-    removed += tx.execute(
+    removed += crate::db::exec(
+        tx,
         "DELETE FROM token_pairs WHERE refresh_expires_at <= ?1",
         [time::format(now)],
     )?;
-    removed += tx.execute(
+    removed += crate::db::exec(
+        tx,
         "DELETE FROM one_time_codes WHERE expires_at <= ?1",
         [&day_ago],
     )?;
-    removed += tx.execute(
+    removed += crate::db::exec(
+        tx,
         "DELETE FROM sign_in_challenges WHERE expires_at <= ?1",
         [&day_ago],
     )?;
     // Ended 30 days ago, or left with no token that could ever be used again.
-    removed += tx.execute(
+    removed += crate::db::exec(
+        tx,
         "DELETE FROM sessions WHERE revoked_at <= ?1
             OR (created_at <= ?2 AND NOT EXISTS
                   (SELECT 1 FROM token_pairs p WHERE p.session_id = sessions.id))",
@@ -539,7 +557,8 @@ pub fn totp_state(c: &Connection, user: UserId) -> Result<TotpState, AppError> {
 }
 
 pub fn set_totp_pending(tx: &Transaction<'_>, user: UserId, secret: &str) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE users SET totp_pending_secret = ?2 WHERE id = ?1",
         params![user, secret],
     )?;
@@ -552,7 +571,8 @@ pub fn enable_totp(
     step: u64,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE users SET totp_secret = totp_pending_secret, totp_pending_secret = NULL,
                           totp_last_step = ?2, updated_at = ?3
          WHERE id = ?1",
@@ -570,7 +590,8 @@ pub fn disable_totp(
     user: UserId,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE users SET totp_secret = NULL, totp_pending_secret = NULL, totp_last_step = NULL,
                           updated_at = ?2
          WHERE id = ?1",
@@ -582,7 +603,8 @@ pub fn disable_totp(
 /// Records that the code of `step` was accepted; false if it (or a later one) already was,
 /// so a code is never accepted twice within its window.
 pub fn accept_totp_step(tx: &Transaction<'_>, user: UserId, step: u64) -> Result<bool, AppError> {
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE users SET totp_last_step = ?2
          WHERE id = ?1 AND (totp_last_step IS NULL OR totp_last_step < ?2)",
         params![user, i64::try_from(step).unwrap_or(i64::MAX)],
@@ -597,10 +619,11 @@ pub fn replace_recovery_codes(
     hashes: &[Vec<u8>],
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute("DELETE FROM recovery_codes WHERE user_id = ?1", [user])?;
+    crate::db::exec(tx, "DELETE FROM recovery_codes WHERE user_id = ?1", [user])?;
     let now = time::format(now);
     for h in hashes {
-        tx.execute(
+        crate::db::exec(
+            tx,
             "INSERT INTO recovery_codes (id, user_id, code_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
             params![uuid::Uuid::now_v7().to_string(), user, h, now],
         )?;
@@ -612,7 +635,8 @@ fn forget_recovery_codes_without_factor(
     tx: &Transaction<'_>,
     user: UserId,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "DELETE FROM recovery_codes WHERE user_id = ?1
            AND (SELECT totp_secret IS NULL AND msgapp_phone IS NULL FROM users WHERE id = ?1)",
         [user],
@@ -627,7 +651,8 @@ pub fn use_recovery_code(
     hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE recovery_codes SET used_at = ?3
          WHERE user_id = ?1 AND code_hash = ?2 AND used_at IS NULL",
         params![user, hash, time::format(now)],
@@ -654,7 +679,8 @@ pub fn create_challenge(
     now: DateTime<Utc>,
 ) -> Result<String, AppError> {
     let raw = secrets::new_token(CHALLENGE_PREFIX);
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO sign_in_challenges (id, challenge_hash, user_id, device_name, address,
                                          created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -696,7 +722,8 @@ pub fn live_challenge(
 }
 
 pub fn count_challenge_attempt(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE sign_in_challenges SET attempts = attempts + 1 WHERE id = ?1",
         [id],
     )?;
@@ -704,7 +731,8 @@ pub fn count_challenge_attempt(tx: &Transaction<'_>, id: &str) -> Result<(), App
 }
 
 pub fn use_challenge(tx: &Transaction<'_>, id: &str, now: DateTime<Utc>) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE sign_in_challenges SET used_at = ?2 WHERE id = ?1",
         params![id, time::format(now)],
     )?;
@@ -791,14 +819,16 @@ pub fn insert_code(
     code_hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<String, AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE one_time_codes SET state = 'replaced'
          WHERE state = 'pending' AND purpose = ?1 AND user_id = ?2
            AND (?3 IS NULL OR challenge_id = ?3)",
         params![owner.purpose(), user, owner.challenge()],
     )?;
     let id = uuid::Uuid::now_v7().to_string();
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO one_time_codes (id, purpose, challenge_id, user_id, phone, code_hash,
                                      created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -818,7 +848,8 @@ pub fn insert_code(
 
 /// A code the provider did not take: never accepted, but still counted by the send limits.
 pub fn mark_undelivered(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE one_time_codes SET state = 'undelivered' WHERE id = ?1",
         [id],
     )?;
@@ -871,7 +902,8 @@ pub fn wrong_code(tx: &Transaction<'_>, id: &str) -> Result<bool, AppError> {
 }
 
 pub fn use_code(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE one_time_codes SET state = 'used' WHERE id = ?1",
         [id],
     )?;
@@ -885,7 +917,8 @@ pub fn set_msgapp_phone(
     phone: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE users SET msgapp_phone = ?2, updated_at = ?3 WHERE id = ?1",
         params![user, phone, time::format(now)],
     )?;

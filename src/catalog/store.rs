@@ -53,7 +53,7 @@ pub fn insert_product(
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
     let now = time::format(now);
-    tx.execute(
+    crate::db::exec(tx,
         "INSERT INTO products (id, store_id, title, slug, description, status, tags, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
         params![id, store, title, slug, description, status.as_str(), json(tags)?, now],
@@ -130,7 +130,8 @@ pub fn set_categories(
     product: ProductId,
     ids: &[CategoryId],
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "DELETE FROM product_categories WHERE product_id = ?1",
         [product],
     )?;
@@ -170,14 +171,15 @@ pub fn set_variants(
         .iter()
         .filter(|id| !wanted.iter().any(|v| v.id == Some(**id)))
     {
-        tx.execute("DELETE FROM variants WHERE id = ?1", [gone])?;
+        crate::db::exec(tx, "DELETE FROM variants WHERE id = ?1", [gone])?;
     }
     for (pos, v) in wanted.iter().enumerate() {
         let title = v.title.as_deref().unwrap_or("Default");
         let pos = i64::try_from(pos).unwrap_or(i64::MAX);
         match v.id {
             Some(id) => {
-                tx.execute(
+                crate::db::exec(
+                    tx,
                     "UPDATE variants SET position = ?2, sku = ?3, title = ?4, price_cents = ?5,
                             compare_at_price_cents = ?6, weight_grams = ?7, updated_at = ?8,
                             low_stock_threshold = COALESCE(?9, low_stock_threshold)
@@ -197,7 +199,7 @@ pub fn set_variants(
                 .on_constraint("variants.sku", sku_taken(&v.sku))?;
             }
             None => {
-                tx.execute(
+                crate::db::exec(tx,
                     "INSERT INTO variants (id, store_id, product_id, position, sku, title, price_cents,
                                            compare_at_price_cents, weight_grams, on_hand, created_at, updated_at,
                                            low_stock_threshold)
@@ -292,7 +294,8 @@ pub fn delete_product(
     store: StoreId,
     id: ProductId,
 ) -> Result<bool, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "DELETE FROM products WHERE store_id = ?1 AND id = ?2",
         params![store, id],
     )? == 1)
@@ -443,7 +446,8 @@ pub fn would_cycle(c: &Connection, id: CategoryId, parent: CategoryId) -> Result
 }
 
 pub fn insert_category(tx: &Transaction<'_>, out: &CategoryOut) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO categories (id, store_id, parent_id, name, slug, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
         params![
@@ -502,7 +506,8 @@ pub fn delete_category(
     store: StoreId,
     id: CategoryId,
 ) -> Result<bool, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "DELETE FROM categories WHERE store_id = ?1 AND id = ?2",
         params![store, id],
     )? == 1)

@@ -58,7 +58,8 @@ pub fn insert(
     f: &Fields,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO customers (id, store_id, name, email, phone, addresses, accepts_marketing,
                                 created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
@@ -121,7 +122,8 @@ pub fn get(
 }
 
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: CustomerId) -> Result<bool, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "DELETE FROM customers WHERE store_id = ?1 AND id = ?2",
         params![store, id],
     )? == 1)

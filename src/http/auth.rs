@@ -155,7 +155,7 @@ fn resolve_store_token(
     hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<Option<Resolved>, AppError> {
-    Ok(c.query_row(
+    Ok(c.prepare_cached(
         "SELECT * FROM (
              SELECT t.created_by, t.id, t.store_id, t.name, t.scopes, t.last_used_at,
                     u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
@@ -173,33 +173,32 @@ fn resolve_store_token(
              WHERE t.token_hash = ?1 AND (t.expires_at IS NULL OR t.expires_at > ?2)
                AND u.disabled_at IS NULL)
          WHERE role IS NOT NULL",
-        params![hash, time::format(now)],
-        |r| {
-            Ok(Resolved {
-                principal: Principal {
-                    user_id: r.get(0)?,
-                    credential: Credential::StoreToken {
-                        token_id: r.get(1)?,
-                        store_id: r.get(2)?,
-                        name: r.get(3)?,
-                        scopes: scopes_from_json(&r.get::<_, String>(4)?),
-                        role: super::permissions::Role::parse(&r.get::<_, String>(12)?)
-                            .unwrap_or(super::permissions::Role::Viewer),
-                        tenant_id: r.get(11)?,
-                    },
-                    profile: std::sync::Arc::new(Profile {
-                        email: r.get(6)?,
-                        locale: r.get(7)?,
-                        totp_enabled: r.get(8)?,
-                        msgapp_enabled: r.get(9)?,
-                        created_at: r.get(10)?,
-                    }),
+    )?
+    .query_row(params![hash, time::format(now)], |r| {
+        Ok(Resolved {
+            principal: Principal {
+                user_id: r.get(0)?,
+                credential: Credential::StoreToken {
+                    token_id: r.get(1)?,
+                    store_id: r.get(2)?,
+                    name: r.get(3)?,
+                    scopes: scopes_from_json(&r.get::<_, String>(4)?),
+                    role: super::permissions::Role::parse(&r.get::<_, String>(12)?)
+                        .unwrap_or(super::permissions::Role::Viewer),
+                    tenant_id: r.get(11)?,
                 },
-                first_use: false,
-                last_used_at: r.get(5)?,
-            })
-        },
-    )
+                profile: std::sync::Arc::new(Profile {
+                    email: r.get(6)?,
+                    locale: r.get(7)?,
+                    totp_enabled: r.get(8)?,
+                    msgapp_enabled: r.get(9)?,
+                    created_at: r.get(10)?,
+                }),
+            },
+            first_use: false,
+            last_used_at: r.get(5)?,
+        })
+    })
     .optional()?)
 }
 
@@ -219,7 +218,7 @@ fn resolve_session(
     hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<Option<Resolved>, AppError> {
-    Ok(c.query_row(
+    Ok(c.prepare_cached(
         "SELECT s.user_id, s.id, p.id, p.access_used_at IS NULL, s.last_used_at,
                 u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
                 u.created_at
@@ -228,28 +227,27 @@ fn resolve_session(
          JOIN users u ON u.id = s.user_id
          WHERE p.access_hash = ?1 AND p.access_expires_at > ?2 AND p.retired_at IS NULL
            AND s.revoked_at IS NULL AND u.disabled_at IS NULL",
-        params![hash, time::format(now)],
-        |r| {
-            Ok(Resolved {
-                principal: Principal {
-                    user_id: r.get(0)?,
-                    credential: Credential::Session {
-                        session_id: r.get(1)?,
-                        pair_id: r.get(2)?,
-                    },
-                    profile: std::sync::Arc::new(Profile {
-                        email: r.get(5)?,
-                        locale: r.get(6)?,
-                        totp_enabled: r.get(7)?,
-                        msgapp_enabled: r.get(8)?,
-                        created_at: r.get(9)?,
-                    }),
+    )?
+    .query_row(params![hash, time::format(now)], |r| {
+        Ok(Resolved {
+            principal: Principal {
+                user_id: r.get(0)?,
+                credential: Credential::Session {
+                    session_id: r.get(1)?,
+                    pair_id: r.get(2)?,
                 },
-                first_use: r.get(3)?,
-                last_used_at: r.get(4)?,
-            })
-        },
-    )
+                profile: std::sync::Arc::new(Profile {
+                    email: r.get(5)?,
+                    locale: r.get(6)?,
+                    totp_enabled: r.get(7)?,
+                    msgapp_enabled: r.get(8)?,
+                    created_at: r.get(9)?,
+                }),
+            },
+            first_use: r.get(3)?,
+            last_used_at: r.get(4)?,
+        })
+    })
     .optional()?)
 }
 
@@ -306,7 +304,7 @@ async fn note_use(st: &AppState, found: &Resolved, now: DateTime<Utc>) {
             let (session_id, pair_id) = match credential {
                 Credential::Session { session_id, pair_id } => (session_id, pair_id),
                 Credential::StoreToken { token_id, .. } => {
-                    tx.execute(
+                    crate::db::exec(tx,
                         "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1",
                         params![token_id, now],
                     )?;
@@ -314,13 +312,13 @@ async fn note_use(st: &AppState, found: &Resolved, now: DateTime<Utc>) {
                 }
             };
             if first_use {
-                tx.execute(
+                crate::db::exec(tx,
                     "UPDATE token_pairs SET access_used_at = ?2 WHERE id = ?1 AND access_used_at IS NULL",
                     params![pair_id, now],
                 )?;
             }
             if stale {
-                tx.execute(
+                crate::db::exec(tx,
                     "UPDATE sessions SET last_used_at = ?2 WHERE id = ?1",
                     params![session_id, now],
                 )?;
@@ -376,7 +374,7 @@ pub fn store_role(
     user: UserId,
 ) -> Result<Option<(crate::ids::TenantId, super::permissions::Role)>, AppError> {
     let row: Option<(crate::ids::TenantId, Option<String>)> = c
-        .query_row(
+        .prepare_cached(
             "SELECT s.tenant_id,
                     CASE WHEN EXISTS (SELECT 1 FROM tenant_members tm
                                       WHERE tm.tenant_id = s.tenant_id AND tm.user_id = ?2
@@ -385,9 +383,8 @@ pub fn store_role(
                          ELSE (SELECT role FROM store_members sm
                                WHERE sm.store_id = s.id AND sm.user_id = ?2) END
              FROM stores s WHERE s.id = ?1",
-            params![store, user],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        )?
+        .query_row(params![store, user], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     Ok(row.and_then(|(tenant, role)| {
         role.and_then(|r| super::permissions::Role::parse(&r))

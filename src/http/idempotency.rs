@@ -205,7 +205,8 @@ impl Marker {
         async move {
             let res = db
                 .write(move |tx| {
-                    tx.execute(
+                    crate::db::exec(
+                        tx,
                         "DELETE FROM idempotency_keys
                          WHERE scope = ?1 AND key = ?2 AND lock_token = ?3
                            AND status IS NULL",
@@ -271,7 +272,8 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
         .db
         .write(move |tx| {
             // Only the owner of the marker stores its response.
-            let n = tx.execute(
+            let n = crate::db::exec(
+                tx,
                 "UPDATE idempotency_keys
                  SET status = ?4, response_headers = ?5, response_body = ?6
                  WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND status IS NULL",
@@ -316,7 +318,8 @@ fn begin(
     let now_s = time::format(now);
     let start = |tx: &Transaction<'_>| -> Result<Begin, AppError> {
         let token = uuid::Uuid::new_v4().to_string();
-        tx.execute(
+        crate::db::exec(
+            tx,
             "INSERT OR REPLACE INTO idempotency_keys
                  (scope, key, request_hash, lock_token, created_at, expires_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -395,7 +398,8 @@ fn declared_len(h: &HeaderMap) -> Option<usize> {
 
 /// Deletes expired records (run by the cleanup job).
 pub fn purge_expired(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "DELETE FROM idempotency_keys WHERE expires_at <= ?1",
         [time::format(now)],
     )?)

@@ -104,7 +104,7 @@ pub fn log_adjustment(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(tx,
         "INSERT INTO stock_adjustments (id, store_id, variant_id, delta, reason, on_hand, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![id, store, level.variant_id, delta, reason, level.on_hand, time::format(now)],

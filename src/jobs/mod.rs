@@ -108,7 +108,8 @@ pub fn enqueue_at(
     let id = JobId::new();
     let payload = serde_json::to_string(job).map_err(AppError::internal)?;
     let now = time::format(now);
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_at, created_at,
                            updated_at, queue, lane)
          VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, ?6, ?7, ?8)",

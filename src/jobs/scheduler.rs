@@ -43,17 +43,19 @@ fn cleanup(
 ) -> Result<(usize, usize), AppError> {
     let keys =
         idempotency::purge_expired(tx, now)? + crate::auth::store::purge(tx, now, sign_in_window)?;
-    let jobs = tx.execute(
+    let jobs = crate::db::exec(
+        tx,
         "DELETE FROM jobs WHERE (state = 'done' AND updated_at <= ?1)
                              OR (state = 'dead' AND updated_at <= ?2)",
         [time::format(now - KEEP_DONE), time::format(now - KEEP_DEAD)],
     )?;
     // Delivery history and the events behind it are kept 30 days (recover reaches 14).
     let old = time::format(now - KEEP_DEAD);
-    let history = tx.execute(
+    let history = crate::db::exec(
+        tx,
         "DELETE FROM webhook_attempts WHERE created_at <= ?1",
         [&old],
-    )? + tx.execute("DELETE FROM events WHERE created_at <= ?1", [&old])?;
+    )? + crate::db::exec(tx, "DELETE FROM events WHERE created_at <= ?1", [&old])?;
     Ok((keys + history, jobs))
 }
 

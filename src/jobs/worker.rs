@@ -164,7 +164,7 @@ fn take(
     )?;
     if claimed.attempts > claimed.max_attempts {
         // Its last attempt died with the process that held it.
-        tx.execute(
+        crate::db::exec(tx,
             "UPDATE jobs SET state = 'dead', lease_until = NULL, updated_at = ?2,
                     last_error = COALESCE(last_error || '; ', '') || 'lease expired: the worker holding it stopped'
              WHERE id = ?1",
@@ -193,7 +193,8 @@ fn default_due(c: &rusqlite::Connection, now: DateTime<Utc>) -> Result<bool, App
 
 /// Marks a claimed job done; false when the claim was lost.
 pub fn complete(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE jobs SET state = 'done', lease_until = NULL, last_error = NULL, updated_at = ?3
          WHERE id = ?1 AND attempts = ?2 AND state = 'running'",
         params![c.id, c.attempts, time::format(now)],
@@ -209,7 +210,8 @@ pub fn renew(
     lease: Duration,
 ) -> Result<bool, AppError> {
     let until = now + chrono::Duration::from_std(lease).unwrap_or_default();
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND attempts = ?2 AND state = 'running'",
         params![id, attempts, time::format(until)],
     )?;
@@ -241,7 +243,8 @@ pub fn fail_at(
     retry_at: Option<DateTime<Utc>>,
 ) -> Result<bool, AppError> {
     let (state, run_at) = retry_at.map_or(("dead", now), |at| ("queued", at));
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE jobs SET state = ?3, run_at = ?4, lease_until = NULL, last_error = ?5,
                          updated_at = ?6
          WHERE id = ?1 AND attempts = ?2 AND state = 'running'",
@@ -259,7 +262,8 @@ pub fn fail_at(
 
 /// Puts a job back without counting the attempt (shutdown came before it finished).
 fn release(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
-    let n = tx.execute(
+    let n = crate::db::exec(
+        tx,
         "UPDATE jobs SET state = 'queued', lease_until = NULL, attempts = attempts - 1,
                          run_at = ?3, updated_at = ?3
          WHERE id = ?1 AND attempts = ?2 AND state = 'running'",

@@ -68,7 +68,7 @@ pub async fn send_code(
                 Locale::EnUs => format!("Your sign-in code: {code}"),
             };
             db.write(move |tx| {
-                tx.execute(
+                crate::db::exec(tx,
                     "INSERT INTO outbound_messages (id, channel, recipient, template, body, created_at)
                      VALUES (?1, 'msgapp', ?2, 'login_code', ?3, ?4)",
                     params![uuid::Uuid::now_v7().to_string(), to, body, time::format(now)],

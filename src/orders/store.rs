@@ -310,7 +310,8 @@ pub fn insert_payment(
     now: DateTime<Utc>,
 ) -> Result<PaymentId, AppError> {
     let id = PaymentId::new();
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO payments (id, store_id, order_id, provider, amount_cents, status, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, 'approved', ?6)",
         params![id, store, order, provider, amount_cents, time::format(now)],
@@ -350,7 +351,7 @@ pub fn refundable(
 }
 
 pub fn insert_refund(tx: &Transaction<'_>, store: StoreId, r: &RefundOut) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(tx,
         "INSERT INTO refunds (id, store_id, order_id, payment_id, amount_cents, reason, status, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
@@ -368,17 +369,19 @@ pub fn insert_refund(tx: &Transaction<'_>, store: StoreId, r: &RefundOut) -> Res
 }
 
 pub fn delete_refund(tx: &Transaction<'_>, id: RefundId) -> Result<(), AppError> {
-    tx.execute("DELETE FROM refunds WHERE id = ?1", [id])?;
+    crate::db::exec(tx, "DELETE FROM refunds WHERE id = ?1", [id])?;
     Ok(())
 }
 
 /// Marks a pending refund succeeded and counts it against its payment.
 pub fn confirm_refund(tx: &Transaction<'_>, r: &RefundOut) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE refunds SET status = 'succeeded' WHERE id = ?1",
         [r.id],
     )?;
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE payments SET refunded_cents = refunded_cents + ?2 WHERE id = ?1",
         params![r.payment_id, r.amount_cents],
     )?;

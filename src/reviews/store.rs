@@ -76,7 +76,8 @@ pub fn set_status(
     status: ReviewStatus,
     now: &str,
 ) -> Result<bool, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "UPDATE reviews SET status = ?3, updated_at = ?4 WHERE store_id = ?1 AND id = ?2",
         params![store, id, status.as_str(), now],
     )? == 1)

@@ -83,8 +83,42 @@ pub fn seed(
     let start = now - Duration::days(90);
     let offers = seed_catalog(tx, &mut rng, store, start)?;
     let people = seed_customers(tx, &mut rng, store, start)?;
-    let sold = seed_orders(tx, &mut rng, store, &offers, &people, now)?;
-    seed_reviews(tx, &mut rng, store, &offers, &sold, now)
+    let spacing = Duration::minutes(250);
+    let sold = seed_orders(tx, &mut rng, store, &offers, &people, now, 500, spacing)?;
+    seed_reviews(tx, &mut rng, store, &offers, &sold, now, 300, spacing)
+}
+
+/// Adds `orders` orders and `reviews` reviews to a store that has products and customers,
+/// one second apart and ending at `now` (the benchmark's 100,000-row store).
+pub fn bulk(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    orders: i64,
+    reviews: i64,
+    seed: u64,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let offers: Vec<Offer> = stock::list(tx, store, None, None, None, 1000, 0)?
+        .into_iter()
+        .map(|l| Offer {
+            product: l.product_id,
+            variant: l.variant_id,
+        })
+        .collect();
+    let people: Vec<CustomerId> = customers::list(tx, store, None, None, 1000, 0)?
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    if offers.is_empty() || people.is_empty() {
+        return Err(AppError::validation([(
+            "store",
+            "needs products and customers first",
+        )]));
+    }
+    let spacing = Duration::seconds(1);
+    let sold = seed_orders(tx, &mut rng, store, &offers, &people, now, orders, spacing)?;
+    seed_reviews(tx, &mut rng, store, &offers, &sold, now, reviews, spacing)
 }
 
 fn seed_catalog(
@@ -200,7 +234,9 @@ fn pick_status(roll: u32) -> OrderStatus {
     }
 }
 
-/// Seeds the orders; returns (order, product, paid) of every line, for reviews.
+/// Seeds `count` orders, `spacing` apart and ending at `now`; returns (order, product,
+/// customer) of every paid line, for reviews.
+#[allow(clippy::too_many_arguments)]
 fn seed_orders(
     tx: &Transaction<'_>,
     rng: &mut StdRng,
@@ -208,13 +244,15 @@ fn seed_orders(
     offers: &[Offer],
     people: &[CustomerId],
     now: DateTime<Utc>,
+    count: i64,
+    spacing: Duration,
 ) -> Result<Vec<(OrderId, ProductId, CustomerId)>, AppError> {
     let currency = orders::currency(tx, store)?;
     let mut sold = Vec::new();
-    for n in 0..500_i64 {
+    for n in 0..count {
         let mut status = pick_status(rng.random_range(0..100));
         let customer = people[rng.random_range(0..people.len())];
-        let created = now - Duration::minutes((500 - n) * 250);
+        let created = now - spacing * i32::try_from(count - n).unwrap_or(i32::MAX);
         let mut items: Vec<OrderItem> = Vec::new();
         for _ in 0..rng.random_range(1..4) {
             let offer = &offers[rng.random_range(0..offers.len())];
@@ -318,6 +356,7 @@ fn seed_orders(
     Ok(sold)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn seed_reviews(
     tx: &Transaction<'_>,
     rng: &mut StdRng,
@@ -325,8 +364,10 @@ fn seed_reviews(
     offers: &[Offer],
     sold: &[(OrderId, ProductId, CustomerId)],
     now: DateTime<Utc>,
+    count: i64,
+    spacing: Duration,
 ) -> Result<(), AppError> {
-    for n in 0..300_i64 {
+    for n in 0..count {
         // Two in three come from a paid order (verified purchases); the rest were imported.
         let (product, order, customer) = if n % 3 != 0 && !sold.is_empty() {
             let (o, p, c) = sold[rng.random_range(0..sold.len())];
@@ -348,7 +389,7 @@ fn seed_reviews(
             _ => ReviewStatus::Rejected,
         };
         let first = FIRST[rng.random_range(0..FIRST.len())];
-        let at = time::format(now - Duration::minutes((300 - n) * 200));
+        let at = time::format(now - spacing * i32::try_from(count - n).unwrap_or(i32::MAX));
         let r = ReviewOut {
             id: ReviewId::new(),
             store_id: store,

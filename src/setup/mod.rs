@@ -2,7 +2,7 @@
 //! the user as owner of both, in one transaction: a second run with the same e-mail fails and
 //! changes nothing. `--demo` adds demo data; each area adds its part to [`demo`].
 
-mod demo;
+pub mod demo;
 pub mod store;
 
 use serde::Serialize;

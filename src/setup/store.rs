@@ -42,7 +42,8 @@ pub fn create_owner(
     let user_id = insert_user(tx, now, &input.email, password_hash, Locale::PtBr)?.id;
     let (tenant_id, store_id) = (TenantId::new(), StoreId::new());
     let now = time::format(now);
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO tenants (id, name, slug, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)",
         params![tenant_id, input.org_name, slugify(&input.org_name), now],
     )
@@ -52,11 +53,13 @@ pub fn create_owner(
             "an organization with this name already exists",
         )
     })?;
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO tenant_members (tenant_id, user_id, role, created_at) VALUES (?1, ?2, 'owner', ?3)",
         params![tenant_id, user_id, now],
     )?;
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO stores (id, tenant_id, name, slug, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
         params![
@@ -82,7 +85,8 @@ pub fn add_store_member(
     role: &str,
     now: &str,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO store_members (store_id, user_id, role, created_at) VALUES (?1, ?2, ?3, ?4)",
         params![store_id, user_id, role, now],
     )?;

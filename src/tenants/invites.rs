@@ -110,30 +110,31 @@ pub async fn create_invite(
     );
     let token = secrets::new_token(PREFIX);
     let (t, e) = (token.clone(), email.clone());
-    let out = st
-        .db
-        .write(move |tx| {
-            check_plan_allows_invite(tx, store)?;
-            let id = uuid::Uuid::now_v7().to_string();
-            let expires_at = time::format(now + INVITE_TTL);
-            tx.execute(
-                "INSERT INTO invites (id, store_id, email, role, token_hash, invited_by,
+    let out =
+        st.db
+            .write(move |tx| {
+                check_plan_allows_invite(tx, store)?;
+                let id = uuid::Uuid::now_v7().to_string();
+                let expires_at = time::format(now + INVITE_TTL);
+                crate::db::exec(
+                    tx,
+                    "INSERT INTO invites (id, store_id, email, role, token_hash, invited_by,
                                       created_at, expires_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    id,
-                    store,
-                    e,
-                    role.as_str(),
-                    secrets::hash(&t),
-                    inviter,
-                    time::format(now),
-                    expires_at
-                ],
-            )?;
-            // The invite goes out through the outbound message log (the e-mail provider
-            // arrives with its own issue); `merchant-admin dev outbox` shows it.
-            tx.execute(
+                    params![
+                        id,
+                        store,
+                        e,
+                        role.as_str(),
+                        secrets::hash(&t),
+                        inviter,
+                        time::format(now),
+                        expires_at
+                    ],
+                )?;
+                // The invite goes out through the outbound message log (the e-mail provider
+                // arrives with its own issue); `merchant-admin dev outbox` shows it.
+                crate::db::exec(tx,
                 "INSERT INTO outbound_messages (id, channel, recipient, template, body, created_at)
                  VALUES (?1, 'email', ?2, 'store_invite', ?3, ?4)",
                 params![
@@ -143,16 +144,16 @@ pub async fn create_invite(
                     time::format(now)
                 ],
             )?;
-            audit::record(tx, &actor, "invite.created", "invite", &id, now)?;
-            Ok(InviteOut {
-                id,
-                email: e,
-                role,
-                expires_at,
-                token: t,
+                audit::record(tx, &actor, "invite.created", "invite", &id, now)?;
+                Ok(InviteOut {
+                    id,
+                    email: e,
+                    role,
+                    expires_at,
+                    token: t,
+                })
             })
-        })
-        .await?;
+            .await?;
     Ok(no_store((StatusCode::CREATED, Json(out))))
 }
 
@@ -265,7 +266,8 @@ pub async fn accept_invite(
     let pair = st
         .db
         .write(move |tx| {
-            let n = tx.execute(
+            let n = crate::db::exec(
+                tx,
                 "UPDATE invites SET accepted_at = ?2 WHERE id = ?1 AND accepted_at IS NULL",
                 params![invite.id, time::format(now)],
             )?;

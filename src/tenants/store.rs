@@ -42,13 +42,15 @@ pub fn create_tenant(
     now: DateTime<Utc>,
 ) -> Result<TenantOut, AppError> {
     let (id, now_s, slug) = (TenantId::new(), time::format(now), slugify(name));
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO tenants (id, name, slug, locale, plan_code, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
         params![id, name, slug, locale, plan_code, now_s],
     )
     .on_constraint("tenants.slug", |_| slug_taken("organization"))?;
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO tenant_members (tenant_id, user_id, role, created_at) VALUES (?1, ?2, 'owner', ?3)",
         params![id, owner, now_s],
     )?;
@@ -119,7 +121,8 @@ pub fn update_tenant(
     locale: Option<Locale>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE tenants SET name = COALESCE(?2, name), timezone = COALESCE(?3, timezone),
                             locale = COALESCE(?4, locale), updated_at = ?5
          WHERE id = ?1",
@@ -149,7 +152,8 @@ pub fn create_store(
     now: DateTime<Utc>,
 ) -> Result<StoreOut, AppError> {
     let (id, now_s) = (StoreId::new(), time::format(now));
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO stores (id, tenant_id, name, slug, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
         params![id, tenant, name, slugify(name), now_s],
@@ -197,7 +201,8 @@ pub fn rename_store(
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE stores SET name = ?2, updated_at = ?3 WHERE id = ?1",
         params![id, name, time::format(now)],
     )?;
@@ -296,7 +301,8 @@ pub fn set_member_role(
     user: UserId,
     role: &str,
 ) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "UPDATE store_members SET role = ?3 WHERE store_id = ?1 AND user_id = ?2",
         params![store, user, role],
     )?;
@@ -304,7 +310,8 @@ pub fn set_member_role(
 }
 
 pub fn remove_member(tx: &Transaction<'_>, store: StoreId, user: UserId) -> Result<(), AppError> {
-    tx.execute(
+    crate::db::exec(
+        tx,
         "DELETE FROM store_members WHERE store_id = ?1 AND user_id = ?2",
         params![store, user],
     )?;

@@ -61,7 +61,8 @@ pub fn insert(
     now: DateTime<Utc>,
 ) -> Result<WebhookRow, AppError> {
     let now_s = time::format(now);
-    tx.execute(
+    crate::db::exec(
+        tx,
         "INSERT INTO webhooks (id, store_id, url, secret, is_active, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
         params![id, store, url, sealed_secret, is_active, now_s],
@@ -133,7 +134,8 @@ pub fn update(
     is_active: Option<bool>,
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "UPDATE webhooks SET url = COALESCE(?3, url), secret = COALESCE(?4, secret),
                              is_active = COALESCE(?5, is_active), updated_at = ?6
          WHERE store_id = ?1 AND id = ?2",
@@ -142,7 +144,8 @@ pub fn update(
 }
 
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: WebhookId) -> Result<bool, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "DELETE FROM webhooks WHERE store_id = ?1 AND id = ?2",
         params![store, id],
     )? == 1)
@@ -174,7 +177,8 @@ pub fn unsubscribe(
     id: WebhookId,
     event: &str,
 ) -> Result<bool, AppError> {
-    Ok(tx.execute(
+    Ok(crate::db::exec(
+        tx,
         "DELETE FROM webhook_subscriptions WHERE webhook_id = ?1 AND store_id = ?2 AND event = ?3",
         params![id, store, event],
     )? == 1)
