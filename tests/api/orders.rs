@@ -100,6 +100,16 @@ impl Shop {
             .await
     }
 
+    /// `GET` of a path under the store, which must answer 200; its body.
+    pub async fn read(&self, rest: &str) -> Value {
+        let r = self
+            .app
+            .call(get(), &self.path(rest), &self.token, None)
+            .await;
+        r.expect(200);
+        r.body.clone()
+    }
+
     /// (on_hand, reserved, available) of variant `i`.
     pub async fn stock(&self, i: usize) -> (i64, i64, i64) {
         let r = self
@@ -207,15 +217,8 @@ async fn orders_are_priced_from_variants_numbered_and_reserve_stock() {
         .await;
     got.expect(200);
     assert_eq!(got.body, *o);
-    let customer = app
-        .call(
-            get(),
-            &shop.path(&format!("customers/{}", shop.customer)),
-            token,
-            None,
-        )
-        .await;
-    assert_eq!(customer.body["orders_count"], 1);
+    let customer = shop.read(&format!("customers/{}", shop.customer)).await;
+    assert_eq!(customer["orders_count"], 1);
 
     // A manual order may set its own prices; it is the next number.
     let manual = app
@@ -470,17 +473,9 @@ async fn status_changes_move_stock_record_the_payment_and_fire_their_events() {
     noted.expect(200);
     assert_eq!(noted.body["status"], "delivered");
 
-    let customer = shop
-        .app
-        .call(
-            get(),
-            &shop.path(&format!("customers/{}", shop.customer)),
-            &shop.token,
-            None,
-        )
-        .await;
-    assert_eq!(customer.body["orders_count"], 2);
-    assert_eq!(customer.body["total_spent_cents"], 5000);
+    let customer = shop.read(&format!("customers/{}", shop.customer)).await;
+    assert_eq!(customer["orders_count"], 2);
+    assert_eq!(customer["total_spent_cents"], 5000);
 
     let hits = rx.wait_for(8).await;
     let seen: Vec<(String, String, i64)> = hits
@@ -678,17 +673,9 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
     rx.expect_no_more_than(4).await;
-    let customer = shop
-        .app
-        .call(
-            get(),
-            &shop.path(&format!("customers/{}", shop.customer)),
-            &shop.token,
-            None,
-        )
-        .await;
+    let customer = shop.read(&format!("customers/{}", shop.customer)).await;
     // Paid 5000 + 2500 + 3000, refunded 5000 + 100 + 3000.
-    assert_eq!(customer.body["total_spent_cents"], 2400);
+    assert_eq!(customer["total_spent_cents"], 2400);
 }
 
 #[tokio::test]
