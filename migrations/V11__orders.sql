@@ -29,7 +29,7 @@ CREATE TABLE orders (
 );
 CREATE INDEX orders_by_created ON orders (store_id, created_at, id);
 CREATE INDEX orders_by_status ON orders (store_id, status, created_at, id);
-CREATE INDEX orders_by_customer ON orders (customer_id, created_at, id);
+CREATE INDEX orders_by_customer ON orders (store_id, customer_id, created_at, id);
 
 CREATE TABLE payments (
     id             TEXT PRIMARY KEY,
@@ -55,7 +55,11 @@ CREATE TABLE refunds (
     amount_cents INTEGER NOT NULL CHECK (amount_cents >= 1),
     reason       TEXT,
     status       TEXT NOT NULL CHECK (status IN ('pending', 'succeeded')),
-    created_at   TEXT NOT NULL
+    -- the Idempotency-Key the provider was sent: a retry after an unanswered attempt reuses
+    -- its pending refund instead of holding the amount twice
+    provider_key TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    UNIQUE (payment_id, provider_key)
 );
 CREATE INDEX refunds_by_payment ON refunds (payment_id, status);
 CREATE INDEX refunds_by_order ON refunds (order_id, created_at);
@@ -70,3 +74,6 @@ CREATE TABLE stock_adjustments (
     created_at TEXT NOT NULL
 );
 CREATE INDEX stock_adjustments_by_variant ON stock_adjustments (variant_id, created_at);
+
+-- The inventory list's product filter, in its order (by SKU).
+CREATE INDEX variants_by_store_product ON variants (store_id, product_id, sku, id);

@@ -19,7 +19,8 @@ CREATE TABLE reviews (
 );
 CREATE INDEX reviews_by_created ON reviews (store_id, created_at, id);
 CREATE INDEX reviews_by_status ON reviews (store_id, status, created_at, id);
-CREATE INDEX reviews_by_product ON reviews (product_id, status, created_at, id);
+CREATE INDEX reviews_by_product ON reviews (store_id, product_id, created_at, id);
+CREATE INDEX reviews_by_product_status ON reviews (store_id, product_id, status, created_at, id);
 
 -- Reviews per store and status, so the pending badge (`include_total=true`) is one row read
 -- rather than a count over every pending review.

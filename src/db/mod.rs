@@ -167,6 +167,24 @@ pub fn exec(c: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlit
     c.prepare_cached(sql)?.execute(params)
 }
 
+/// A list's WHERE clause with only the filters in use: `base`, then for each filter
+/// `(in use, condition, its parameter)` either the condition or `param IS NULL` (which keeps
+/// the parameter bound). `?2 IS NULL OR col = ?2` would hide `col` from the planner, so
+/// SQLite could not seek the index that matches the filters.
+pub fn where_clause(base: &str, filters: &[(bool, &str, &str)]) -> String {
+    let mut sql = base.to_owned();
+    for (used, condition, param) in filters {
+        sql.push_str(" AND ");
+        if *used {
+            sql.push_str(condition);
+        } else {
+            sql.push_str(param);
+            sql.push_str(" IS NULL");
+        }
+    }
+    sql
+}
+
 /// A `LIKE ... ESCAPE '\'` pattern matching text that contains `s`, with `%` and `_` in
 /// `s` matching themselves.
 pub fn contains_pattern(s: &str) -> String {

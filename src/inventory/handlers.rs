@@ -79,7 +79,7 @@ pub async fn adjust_stock(
     Json(input): Json<AdjustmentIn>,
 ) -> Result<(StatusCode, Json<AdjustmentOut>), AppError> {
     scope.require(Permission::InventoryWrite)?;
-    if input.delta == 0 || input.delta.abs() > 1_000_000 {
+    if input.delta == 0 || !(-1_000_000..=1_000_000).contains(&input.delta) {
         return Err(AppError::validation([(
             "delta",
             "must be a non-zero whole number of units, at most 1000000 either way",

@@ -112,8 +112,19 @@ pub fn log_adjustment(
     Ok(())
 }
 
-const FILTER: &str = "store_id = ?1 AND (?2 IS NULL OR product_id = ?2)
-    AND (?3 IS NULL OR (on_hand - reserved <= low_stock_threshold) = ?3)";
+fn filter(product: Option<ProductId>, low: Option<bool>) -> String {
+    crate::db::where_clause(
+        "store_id = ?1",
+        &[
+            (product.is_some(), "product_id = ?2", "?2"),
+            (
+                low.is_some(),
+                "(on_hand - reserved <= low_stock_threshold) = ?3",
+                "?3",
+            ),
+        ],
+    )
+}
 
 /// The store's variants' stock, by SKU.
 pub fn list(
@@ -127,8 +138,9 @@ pub fn list(
 ) -> Result<Vec<InventoryItem>, AppError> {
     let (sku, id) = after.cloned().unwrap_or_default();
     let sql = format!(
-        "SELECT {COLUMNS} FROM variants WHERE {FILTER} AND (sku, id) > (?4, ?5)
-         ORDER BY sku, id LIMIT ?6 OFFSET ?7"
+        "SELECT {COLUMNS} FROM variants WHERE {} AND (sku, id) > (?4, ?5)
+         ORDER BY sku, id LIMIT ?6 OFFSET ?7",
+        filter(product, low)
     );
     c.prepare_cached(&sql)?
         .query_map(params![store, product, low, sku, id, limit, offset], row)?
@@ -142,6 +154,9 @@ pub fn count(
     product: Option<ProductId>,
     low: Option<bool>,
 ) -> Result<i64, AppError> {
-    let sql = format!("SELECT COUNT(*) FROM variants WHERE {FILTER}");
+    let sql = format!(
+        "SELECT COUNT(*) FROM variants WHERE {}",
+        filter(product, low)
+    );
     Ok(c.query_row(&sql, params![store, product, low], |r| r.get(0))?)
 }

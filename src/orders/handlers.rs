@@ -2,7 +2,6 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use serde_json::value::RawValue;
 
 use super::model::{
     OrderFilter, OrderIn, OrderItem, OrderOut, OrderPatch, OrderStatus, RefundIn, RefundOut,
@@ -14,7 +13,7 @@ use crate::http::auth::StoreScope;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency;
-use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::page::{Page, PageQuery, Paged, RenderedJson};
 use crate::http::permissions::Permission;
 use crate::ids::{OrderId, RefundId, StoreId};
 use crate::inventory::handlers::insufficient;
@@ -223,7 +222,7 @@ pub async fn list_orders(
     State(st): State<AppState>,
     scope: StoreScope,
     Paged(page, f): Paged<OrderFilter>,
-) -> Result<Json<Page<Box<RawValue>>>, AppError> {
+) -> Result<Page<RenderedJson>, AppError> {
     scope.require(Permission::OrdersRead)?;
     let store = scope.store_id;
     let (status, customer) = (f.status, f.customer_id);
@@ -244,7 +243,7 @@ pub async fn list_orders(
             |(_, body)| body,
         )
         .await?;
-    Ok(Json(page))
+    Ok(page)
 }
 
 /// One order.
@@ -255,13 +254,12 @@ pub async fn get_order(
     State(st): State<AppState>,
     scope: StoreScope,
     Path(ids): Path<(StoreId, OrderId)>,
-) -> Result<Json<Box<RawValue>>, AppError> {
+) -> Result<RenderedJson, AppError> {
     scope.require(Permission::OrdersRead)?;
     let (store, id) = (scope.store_id, ids.1);
     st.db
         .read(move |c| store::get_body(c, store, id))
         .await?
-        .map(Json)
         .ok_or_else(not_found)
 }
 
@@ -376,6 +374,13 @@ pub async fn update_order(
     Ok(Json(out))
 }
 
+/// What step 1 of a refund found: a new pending refund, one left pending by an earlier
+/// attempt with the same key, or one that already succeeded.
+enum Held {
+    Pending(RefundOut, String),
+    Done(RefundOut),
+}
+
 /// Refunds part or all of the order's payment. The refund is held as pending while the
 /// provider is asked, so concurrent refunds cannot spend the same balance; a provider
 /// failure is 502 `payment_provider_failed` and records nothing.
@@ -394,7 +399,7 @@ pub async fn refund_order(
 ) -> Result<(StatusCode, Json<RefundOut>), AppError> {
     scope.require(Permission::OrdersRefund)?;
     if !(1..=MAX_CENTS).contains(&input.amount_cents) {
-        return Err(bad("amount_cents", "must be at least 1"));
+        return Err(bad("amount_cents", format!("must be 1 to {MAX_CENTS}")));
     }
     let reason = input
         .reason
@@ -404,13 +409,35 @@ pub async fn refund_order(
         .filter(|r| !r.is_empty());
     let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
     let amount = input.amount_cents;
+    // The provider's key: the client's, or the new refund's id when it sent none.
+    let refund_id = RefundId::new();
+    let key = headers
+        .get(idempotency::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(|| refund_id.to_string(), str::to_owned);
 
-    // 1. Hold the amount as a pending refund.
-    let (refund, provider) = st
+    // 1. Hold the amount as a pending refund (or find this key's earlier attempt).
+    let k = key.clone();
+    let held = st
         .db
         .write(move |tx| {
             if !store::order_exists(tx, store, id)? {
                 return Err(not_found());
+            }
+            if let Some(earlier) = store::refund_by_key(tx, store, id, &k)? {
+                if earlier.amount_cents != amount {
+                    return Err(AppError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        ErrorCode::IdempotencyKeyReused,
+                        "this Idempotency-Key was used for a refund of another amount",
+                    ));
+                }
+                let provider = store::payment_provider(tx, earlier.payment_id)?;
+                return Ok(if earlier.status == "pending" {
+                    Held::Pending(earlier, provider)
+                } else {
+                    Held::Done(earlier)
+                });
             }
             let Some(r) = store::refundable(tx, store, id)? else {
                 return Err(AppError::conflict(
@@ -430,7 +457,7 @@ pub async fn refund_order(
                 .with_details(serde_json::json!({ "refundable_cents": r.balance_cents })));
             }
             let refund = RefundOut {
-                id: RefundId::new(),
+                id: refund_id,
                 order_id: id,
                 payment_id: r.payment_id,
                 amount_cents: amount,
@@ -438,68 +465,84 @@ pub async fn refund_order(
                 status: "pending".into(),
                 created_at: time::format(now),
             };
-            store::insert_refund(tx, store, &refund)?;
-            Ok((refund, r.provider))
+            store::insert_refund(tx, store, &refund, &k)?;
+            Ok(Held::Pending(refund, r.provider))
         })
         .await?;
+    let (refund, provider) = match held {
+        Held::Done(r) => return Ok((StatusCode::CREATED, Json(r))),
+        Held::Pending(r, p) => (r, p),
+    };
 
-    // 2. Ask the provider, forwarding the client's key (or the refund's id without one).
-    let key = headers
-        .get(idempotency::HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map_or_else(|| refund.id.to_string(), str::to_owned);
-    let asked =
-        payments::refund(&st.cfg.payments, &provider, refund.payment_id, amount, &key).await;
-
-    // 3. Record the outcome.
-    let rid = refund.id;
-    if let Err(e) = asked {
-        st.db.write(move |tx| store::delete_refund(tx, rid)).await?;
-        return Err(AppError::new(
-            StatusCode::BAD_GATEWAY,
-            ErrorCode::PaymentProviderFailed,
-            format!("the payment provider did not confirm the refund: {e}"),
-        ));
-    }
-    let out = st
-        .db
-        .write(move |tx| {
-            let mut refund = refund;
-            refund.status = "succeeded".into();
-            store::confirm_refund(tx, &refund)?;
-            let mut o = store::load(tx, store, id)?.ok_or_else(not_found)?;
-            o.refunded_cents += refund.amount_cents;
-            let full = o.refunded_cents >= o.total_cents;
-            if o.status.refund_moves() {
-                o.status = if full {
-                    OrderStatus::Refunded
-                } else {
-                    OrderStatus::PartiallyRefunded
-                };
-                o.allowed_status_transitions = o.status.allowed_next().to_vec();
-            }
-            o.updated_at = time::format(now);
-            store::save(tx, &o)?;
-            store::bump_customer(tx, store, o.customer_id, 0, -refund.amount_cents)?;
-            let event = if full {
-                "orders.refunded"
-            } else {
-                "orders.updated"
-            };
-            audit::change(
-                tx,
-                &actor,
-                event,
-                &o,
-                "order.refunded",
-                "order",
-                &id.to_string(),
-                now,
-            )?;
-            Ok(refund)
-        })
-        .await?;
+    // 2 and 3 run as their own task: a client that hangs up mid-way does not leave the
+    // provider's answer unrecorded.
+    let task = tokio::spawn(async move {
+        let asked =
+            payments::refund(&st.cfg.payments, &provider, refund.payment_id, amount, &key).await;
+        let rid = refund.id;
+        if let Err(e) = asked {
+            st.db.write(move |tx| store::delete_refund(tx, rid)).await?;
+            return Err(AppError::new(
+                StatusCode::BAD_GATEWAY,
+                ErrorCode::PaymentProviderFailed,
+                format!("the payment provider did not confirm the refund: {e}"),
+            ));
+        }
+        st.db
+            .write(move |tx| settle_refund(tx, store, id, refund, &actor, now))
+            .await
+    });
+    let out = task.await.map_err(AppError::internal)??;
     Ok((StatusCode::CREATED, Json(out)))
+}
+
+/// Records a refund the provider confirmed: the payment's and order's refunded amounts, the
+/// order's status, the customer's spend, and the event (`orders.refunded` when it is full).
+fn settle_refund(
+    tx: &rusqlite::Transaction<'_>,
+    store: StoreId,
+    id: OrderId,
+    mut refund: RefundOut,
+    actor: &Actor,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<RefundOut, AppError> {
+    refund.status = "succeeded".into();
+    store::confirm_refund(tx, &refund)?;
+    let mut o = store::load(tx, store, id)?.ok_or_else(not_found)?;
+    o.refunded_cents += refund.amount_cents;
+    let full = o.refunded_cents >= o.total_cents;
+    if o.status.refund_moves() {
+        // A paid order still holds its stock; refunded, it will not be fulfilled (the
+        // lifecycle has no way back), so the units go back on sale.
+        if o.status == OrderStatus::Paid {
+            move_stock(tx, &o, OrderStatus::Cancelled, now)?;
+        }
+        o.status = if full {
+            OrderStatus::Refunded
+        } else {
+            OrderStatus::PartiallyRefunded
+        };
+        o.allowed_status_transitions = o.status.allowed_next().to_vec();
+    }
+    o.updated_at = time::format(now);
+    store::save(tx, &o)?;
+    store::bump_customer(tx, store, o.customer_id, 0, -refund.amount_cents)?;
+    let event = if full {
+        "orders.refunded"
+    } else {
+        "orders.updated"
+    };
+    audit::change(
+        tx,
+        actor,
+        event,
+        &o,
+        "order.refunded",
+        "order",
+        &id.to_string(),
+        now,
+    )?;
+    Ok(refund)
 }
 
 #[cfg(feature = "bench-routes")]

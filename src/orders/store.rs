@@ -2,11 +2,10 @@
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
-use serde_json::value::RawValue;
 
 use super::model::{OrderItem, OrderOut, OrderStatus, PaymentOut, RefundOut};
 use crate::http::error::AppError;
-use crate::http::page::Position;
+use crate::http::page::{Position, RenderedJson};
 use crate::ids::{CustomerId, OrderId, PaymentId, RefundId, StoreId};
 use crate::time;
 
@@ -154,33 +153,21 @@ pub fn get_body(
     c: &Connection,
     store: StoreId,
     id: OrderId,
-) -> Result<Option<Box<RawValue>>, AppError> {
-    c.prepare_cached("SELECT body FROM orders WHERE store_id = ?1 AND id = ?2")?
-        .query_row(params![store, id], |r| r.get::<_, String>(0))
-        .optional()?
-        .map(raw)
-        .transpose()
+) -> Result<Option<RenderedJson>, AppError> {
+    Ok(
+        c.prepare_cached("SELECT body FROM orders WHERE store_id = ?1 AND id = ?2")?
+            .query_row(params![store, id], |r| r.get(0).map(RenderedJson))
+            .optional()?,
+    )
 }
 
-fn raw(s: String) -> Result<Box<RawValue>, AppError> {
-    RawValue::from_string(s).map_err(AppError::internal)
-}
-
-/// The list's WHERE clause with only the filters in use, so SQLite can seek the index that
-/// matches them (`?2 IS NULL OR ...` would hide the column from the planner).
 fn filter(status: Option<OrderStatus>, customer: Option<CustomerId>) -> String {
-    format!(
-        "store_id = ?1 AND {} AND {}",
-        if status.is_some() {
-            "status = ?2"
-        } else {
-            "?2 IS NULL"
-        },
-        if customer.is_some() {
-            "customer_id = ?3"
-        } else {
-            "?3 IS NULL"
-        },
+    crate::db::where_clause(
+        "store_id = ?1",
+        &[
+            (status.is_some(), "status = ?2", "?2"),
+            (customer.is_some(), "customer_id = ?3", "?3"),
+        ],
     )
 }
 
@@ -193,7 +180,7 @@ pub fn list(
     after: Option<&Position>,
     limit: i64,
     offset: i64,
-) -> Result<Vec<(Position, Box<RawValue>)>, AppError> {
+) -> Result<Vec<(Position, RenderedJson)>, AppError> {
     let (at, id) = after
         .cloned()
         .unwrap_or_else(|| ("9999".into(), String::new()));
@@ -202,8 +189,7 @@ pub fn list(
          ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7",
         filter(status, customer)
     );
-    let rows: Vec<(Position, String)> = c
-        .prepare_cached(&sql)?
+    c.prepare_cached(&sql)?
         .query_map(
             params![
                 store,
@@ -214,10 +200,10 @@ pub fn list(
                 limit,
                 offset
             ],
-            |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)),
+            |r| Ok(((r.get(0)?, r.get(1)?), RenderedJson(r.get(2)?))),
         )?
-        .collect::<Result<_, _>>()?;
-    rows.into_iter().map(|(p, b)| Ok((p, raw(b)?))).collect()
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
 }
 
 pub fn count(
@@ -350,10 +336,26 @@ pub fn refundable(
     .optional()?)
 }
 
-pub fn insert_refund(tx: &Transaction<'_>, store: StoreId, r: &RefundOut) -> Result<(), AppError> {
-    crate::db::exec(tx,
-        "INSERT INTO refunds (id, store_id, order_id, payment_id, amount_cents, reason, status, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+/// The provider holding a payment.
+pub fn payment_provider(c: &Connection, payment: PaymentId) -> Result<String, AppError> {
+    Ok(
+        c.prepare_cached("SELECT provider FROM payments WHERE id = ?1")?
+            .query_row([payment], |r| r.get(0))?,
+    )
+}
+
+/// Holds a refund as pending; `key` is the Idempotency-Key the provider will be sent.
+pub fn insert_refund(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    r: &RefundOut,
+    key: &str,
+) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "INSERT INTO refunds (id, store_id, order_id, payment_id, amount_cents, reason, status,
+                              provider_key, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             r.id,
             store,
@@ -362,10 +364,37 @@ pub fn insert_refund(tx: &Transaction<'_>, store: StoreId, r: &RefundOut) -> Res
             r.amount_cents,
             r.reason,
             r.status,
+            key,
             r.created_at
         ],
     )?;
     Ok(())
+}
+
+/// The order's refund made with this provider key, if any (a retry of an attempt that got
+/// no answer).
+pub fn refund_by_key(
+    c: &Connection,
+    store: StoreId,
+    order: OrderId,
+    key: &str,
+) -> Result<Option<RefundOut>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT id, order_id, payment_id, amount_cents, reason, status, created_at
+             FROM refunds WHERE store_id = ?1 AND order_id = ?2 AND provider_key = ?3",
+    )?
+    .query_row(params![store, order, key], |r| {
+        Ok(RefundOut {
+            id: r.get(0)?,
+            order_id: r.get(1)?,
+            payment_id: r.get(2)?,
+            amount_cents: r.get(3)?,
+            reason: r.get(4)?,
+            status: r.get(5)?,
+            created_at: r.get(6)?,
+        })
+    })
+    .optional()?)
 }
 
 pub fn delete_refund(tx: &Transaction<'_>, id: RefundId) -> Result<(), AppError> {

@@ -117,21 +117,13 @@ pub fn purchase(
     .optional()?)
 }
 
-/// The list's WHERE clause with only the filters in use, so SQLite can seek the index that
-/// matches them (`?2 IS NULL OR ...` would hide the column from the planner).
 fn filter(status: Option<ReviewStatus>, product: Option<ProductId>) -> String {
-    format!(
-        "r.store_id = ?1 AND {} AND {}",
-        if status.is_some() {
-            "r.status = ?2"
-        } else {
-            "?2 IS NULL"
-        },
-        if product.is_some() {
-            "r.product_id = ?3"
-        } else {
-            "?3 IS NULL"
-        },
+    crate::db::where_clause(
+        "r.store_id = ?1",
+        &[
+            (status.is_some(), "r.status = ?2", "?2"),
+            (product.is_some(), "r.product_id = ?3", "?3"),
+        ],
     )
 }
 

@@ -3,7 +3,8 @@
 //! variants and stock, 200 customers, 500 orders across every status with their payments
 //! and a few refunds, and 300 reviews across statuses. The data is the same on every run
 //! (a seeded generator) and goes through the areas' own store functions, so it obeys their
-//! rules; it records no events or audit entries (there is no one to deliver them to yet).
+//! rules. It records no order events or audit entries; stock reservations record their
+//! threshold events as any reservation does (a new store has no webhooks to deliver them).
 
 use chrono::{DateTime, Duration, Utc};
 use rand::rngs::StdRng;
@@ -341,15 +342,18 @@ fn seed_orders(
                     status: "succeeded".into(),
                     created_at: time::format(created + Duration::days(3)),
                 };
-                orders::insert_refund(tx, store, &r)?;
+                orders::insert_refund(tx, store, &r, &r.id.to_string())?;
                 orders::confirm_refund(tx, &r)?;
                 orders::bump_customer(tx, store, Some(customer), 0, -refund)?;
                 o.refunded_cents = refund;
             }
             o.payments = orders::payments(tx, o.id)?;
             orders::save(tx, &o)?;
-            for item in &o.items {
-                sold.push((o.id, item.product_id, customer));
+            // What the API counts as a verified purchase: paid and not fully refunded.
+            if status != OrderStatus::Refunded {
+                for item in &o.items {
+                    sold.push((o.id, item.product_id, customer));
+                }
             }
         }
     }

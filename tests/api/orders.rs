@@ -580,6 +580,8 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
     assert_eq!(after.body["refunded_cents"], 1500);
     assert_eq!(after.body["payments"][0]["refunded_cents"], 1500);
     assert_eq!(after.body["allowed_status_transitions"], json!([]));
+    // Refunded before fulfilment, the order will not ship: its reserved units are back on sale.
+    assert_eq!(shop.stock(0).await, (10, 0, 10));
 
     // Beyond the balance (3500 left), or below 1: refused before the provider is asked.
     let over = shop.refund(&o, 3501).await;
@@ -886,4 +888,64 @@ async fn another_stores_orders_and_stock_are_not_found() {
     assert_eq!(after.body["status"], "paid");
     assert_eq!(after.body["refunded_cents"], 0);
     assert_eq!(shop.stock(0).await, (10, 1, 9));
+}
+
+#[tokio::test]
+async fn a_refund_whose_client_hangs_up_is_still_recorded_once() {
+    let provider = Receiver::start().await;
+    let base = provider.base.clone();
+    let app = spawn_app_with(move |c| {
+        c.payments = merchant_admin::orders::payments::PaymentsConfig::Http {
+            api_base: base,
+            api_key: None,
+            timeout: std::time::Duration::from_secs(5),
+        };
+    })
+    .await;
+    let shop = Shop::open(app, 10).await;
+    let o = shop.order(1).await;
+    shop.set_status(&o, "paid").await;
+    let path = shop.path(&format!("orders/{}/refund", o["id"].as_str().unwrap()));
+    let body = json!({"amount_cents": 1000});
+
+    // The provider takes its time; the client gives up before it answers.
+    let gate = provider.hold();
+    let gave_up = shop
+        .app
+        .client
+        .post(shop.app.url(&path))
+        .bearer_auth(&shop.token)
+        .header("idempotency-key", "hang-up")
+        .json(&body)
+        .timeout(std::time::Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the client timed out");
+    provider.wait_for(1).await;
+    gate.add_permits(100);
+    // The refund is recorded all the same.
+    let order = shop.path(&format!("orders/{}", o["id"].as_str().unwrap()));
+    let mut refunded = 0;
+    for _ in 0..200 {
+        refunded = shop.app.call(get(), &order, &shop.token, None).await.body["refunded_cents"]
+            .as_i64()
+            .unwrap();
+        if refunded > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(refunded, 1000);
+    // Retrying with the key answers that refund, without asking the provider again.
+    let retry = shop
+        .app
+        .post_idem_as(&path, &shop.token, "hang-up", &body)
+        .await;
+    retry.expect(201);
+    assert_eq!(retry.body["status"], "succeeded");
+    assert_eq!(retry.body["amount_cents"], 1000);
+    assert_eq!(provider.hits().len(), 1);
+    assert_eq!(shop.app.count("SELECT COUNT(*) FROM refunds").await, 1);
+    let after = shop.app.call(get(), &order, &shop.token, None).await;
+    assert_eq!(after.body["refunded_cents"], 1000);
 }
