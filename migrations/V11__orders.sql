@@ -24,7 +24,7 @@ CREATE TABLE orders (
     updated_at     TEXT NOT NULL,
     -- The order as the API shows it (JSON), rewritten by every change in the same
     -- transaction, so a list page is rows copied out rather than rebuilt.
-    body           TEXT NOT NULL,
+    rendered       TEXT NOT NULL,
     UNIQUE (store_id, number)
 );
 CREATE INDEX orders_by_created ON orders (store_id, created_at, id);

@@ -15,7 +15,10 @@ CREATE TABLE reviews (
     status               TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected')),
     is_verified_purchase INTEGER NOT NULL DEFAULT 0,
     created_at           TEXT NOT NULL,
-    updated_at           TEXT NOT NULL
+    updated_at           TEXT NOT NULL,
+    -- The review as the API shows it (JSON, with its product's slug and title), kept current
+    -- by the writes below and the products trigger, so a list page is rows copied out.
+    rendered             TEXT NOT NULL
 );
 CREATE INDEX reviews_by_created ON reviews (store_id, created_at, id);
 CREATE INDEX reviews_by_status ON reviews (store_id, status, created_at, id);
@@ -54,4 +57,12 @@ CREATE TRIGGER reviews_recounted AFTER UPDATE OF status, rating ON reviews BEGIN
         WHERE id = OLD.product_id AND OLD.status = 'approved';
     UPDATE products SET rating_sum = rating_sum + NEW.rating, rating_count = rating_count + 1
         WHERE id = NEW.product_id AND NEW.status = 'approved';
+END;
+
+-- A product's new title or slug reaches the stored bodies of its reviews.
+CREATE TRIGGER reviews_follow_their_product AFTER UPDATE OF title, slug ON products
+WHEN OLD.title IS NOT NEW.title OR OLD.slug IS NOT NEW.slug BEGIN
+    UPDATE reviews SET rendered = json_set(rendered, '$.product_slug', NEW.slug,
+                                                     '$.product_title', NEW.title)
+        WHERE product_id = NEW.id;
 END;

@@ -258,7 +258,7 @@ pub async fn get_order(
     scope.require(Permission::OrdersRead)?;
     let (store, id) = (scope.store_id, ids.1);
     st.db
-        .read(move |c| store::get_body(c, store, id))
+        .read(move |c| store::get_rendered(c, store, id))
         .await?
         .ok_or_else(not_found)
 }

@@ -11,7 +11,7 @@
 //! - Marking an order paid records an approved payment (provider `manual`, or `http` for API
 //!   orders when `--payments-api-base` is set). A refund never exceeds what is left of it,
 //!   pending refunds counted; a provider failure is 502 and records nothing.
-//! - Every change rewrites the order's stored `body` (what reads serve), records its event
+//! - Every change rewrites the order's stored `rendered` JSON (what reads serve), records its event
 //!   (`orders.*`) and audit entry, all in one transaction.
 
 pub mod handlers;

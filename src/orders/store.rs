@@ -24,7 +24,7 @@ pub fn next_number(tx: &Transaction<'_>, store: StoreId) -> Result<i64, AppError
         .query_row([store], |r| r.get(0))?)
 }
 
-fn body(o: &OrderOut) -> Result<String, AppError> {
+fn render(o: &OrderOut) -> Result<String, AppError> {
     serde_json::to_string(o).map_err(AppError::internal)
 }
 
@@ -33,7 +33,7 @@ pub fn insert(tx: &Transaction<'_>, o: &OrderOut) -> Result<(), AppError> {
     tx.prepare_cached(
         "INSERT INTO orders (id, store_id, number, customer_id, source, items, subtotal_cents,
                              shipping_cents, discount_cents, total_cents, refunded_cents, currency,
-                             status, note, created_at, updated_at, body)
+                             status, note, created_at, updated_at, rendered)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?
     .execute(params![
@@ -53,7 +53,7 @@ pub fn insert(tx: &Transaction<'_>, o: &OrderOut) -> Result<(), AppError> {
         o.note,
         o.created_at,
         o.updated_at,
-        body(o)?
+        render(o)?
     ])?;
     Ok(())
 }
@@ -89,7 +89,7 @@ fn order_row(r: &Row<'_>) -> rusqlite::Result<OrderOut> {
     })
 }
 
-/// The order rebuilt from its rows (writes use this; reads copy `body`).
+/// The order rebuilt from its rows (writes use this; reads copy `rendered`).
 pub fn load(c: &Connection, store: StoreId, id: OrderId) -> Result<Option<OrderOut>, AppError> {
     let sql = format!("SELECT {COLUMNS} FROM orders WHERE store_id = ?1 AND id = ?2");
     let Some(mut o) = c
@@ -130,10 +130,10 @@ pub fn payments(c: &Connection, id: OrderId) -> Result<Vec<PaymentOut>, AppError
     .map_err(Into::into)
 }
 
-/// Writes the order's changed fields and its rendered body.
+/// Writes the order's changed fields and its `rendered` JSON.
 pub fn save(tx: &Transaction<'_>, o: &OrderOut) -> Result<(), AppError> {
     tx.prepare_cached(
-        "UPDATE orders SET status = ?3, note = ?4, refunded_cents = ?5, updated_at = ?6, body = ?7
+        "UPDATE orders SET status = ?3, note = ?4, refunded_cents = ?5, updated_at = ?6, rendered = ?7
          WHERE store_id = ?1 AND id = ?2",
     )?
     .execute(params![
@@ -143,19 +143,19 @@ pub fn save(tx: &Transaction<'_>, o: &OrderOut) -> Result<(), AppError> {
         o.note,
         o.refunded_cents,
         o.updated_at,
-        body(o)?
+        render(o)?
     ])?;
     Ok(())
 }
 
 /// The order as the API shows it, already serialized.
-pub fn get_body(
+pub fn get_rendered(
     c: &Connection,
     store: StoreId,
     id: OrderId,
 ) -> Result<Option<RenderedJson>, AppError> {
     Ok(
-        c.prepare_cached("SELECT body FROM orders WHERE store_id = ?1 AND id = ?2")?
+        c.prepare_cached("SELECT rendered FROM orders WHERE store_id = ?1 AND id = ?2")?
             .query_row(params![store, id], |r| r.get(0).map(RenderedJson))
             .optional()?,
     )
@@ -171,7 +171,7 @@ fn filter(status: Option<OrderStatus>, customer: Option<CustomerId>) -> String {
     )
 }
 
-/// A page of the store's orders, newest first: (created_at, id, body) rows.
+/// A page of the store's orders, newest first: (created_at, id, rendered) rows.
 pub fn list(
     c: &Connection,
     store: StoreId,
@@ -185,7 +185,7 @@ pub fn list(
         .cloned()
         .unwrap_or_else(|| ("9999".into(), String::new()));
     let sql = format!(
-        "SELECT created_at, id, body FROM orders WHERE {} AND (created_at, id) < (?4, ?5)
+        "SELECT created_at, id, rendered FROM orders WHERE {} AND (created_at, id) < (?4, ?5)
          ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7",
         filter(status, customer)
     );

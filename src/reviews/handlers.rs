@@ -9,7 +9,7 @@ use crate::audit::{self, Actor};
 use crate::http::auth::StoreScope;
 use crate::http::error::AppError;
 use crate::http::extract::{Json, Path, text};
-use crate::http::page::{Page, PageQuery, Paged};
+use crate::http::page::{Page, PageQuery, Paged, RenderedJson};
 use crate::http::permissions::Permission;
 use crate::ids::{ReviewId, StoreId};
 use crate::state::AppState;
@@ -33,7 +33,7 @@ pub async fn list_reviews(
     State(st): State<AppState>,
     scope: StoreScope,
     Paged(page, f): Paged<ReviewFilter>,
-) -> Result<Json<Page<ReviewOut>>, AppError> {
+) -> Result<Page<RenderedJson>, AppError> {
     scope.require(Permission::ReviewsRead)?;
     let store = scope.store_id;
     let (status, product) = (f.status, f.product_id);
@@ -50,11 +50,11 @@ pub async fn list_reviews(
                 store::list(c, store, status, product, after, limit, offset)
             },
             move |c| store::count(c, store, status, product),
-            |r| (r.created_at.clone(), r.id.to_string()),
-            |r| r,
+            |(p, _)| p.clone(),
+            |(_, review)| review,
         )
         .await?;
-    Ok(Json(page))
+    Ok(page)
 }
 
 /// Imports a review (from another platform, say). `is_verified_purchase` is derived from
@@ -143,13 +143,12 @@ pub async fn get_review(
     State(st): State<AppState>,
     scope: StoreScope,
     Path(ids): Path<(StoreId, ReviewId)>,
-) -> Result<Json<ReviewOut>, AppError> {
+) -> Result<RenderedJson, AppError> {
     scope.require(Permission::ReviewsRead)?;
     let (store, id) = (scope.store_id, ids.1);
     st.db
-        .read(move |c| store::get(c, store, id))
+        .read(move |c| store::get_rendered(c, store, id))
         .await?
-        .map(Json)
         .ok_or_else(not_found)
 }
 
@@ -165,20 +164,17 @@ pub async fn update_review(
     scope: StoreScope,
     Path(ids): Path<(StoreId, ReviewId)>,
     Json(input): Json<ReviewPatch>,
-) -> Result<Json<ReviewOut>, AppError> {
+) -> Result<RenderedJson, AppError> {
     scope.require(Permission::ReviewsWrite)?;
     let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
-    let out = st
-        .db
+    st.db
         .write(move |tx| {
             let before = store::get(tx, store, id)?.ok_or_else(not_found)?;
-            if before.status == input.status {
-                return Ok(before);
+            if before.status != input.status {
+                store::set_status(tx, store, id, input.status, &crate::time::format(now))?;
+                audit::record(tx, &actor, "review.updated", "review", &id.to_string(), now)?;
             }
-            store::set_status(tx, store, id, input.status, &crate::time::format(now))?;
-            audit::record(tx, &actor, "review.updated", "review", &id.to_string(), now)?;
-            store::get(tx, store, id)?.ok_or_else(not_found)
+            store::get_rendered(tx, store, id)?.ok_or_else(not_found)
         })
-        .await?;
-    Ok(Json(out))
+        .await
 }

@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{ReviewOut, ReviewStatus};
 use crate::http::error::AppError;
-use crate::http::page::Position;
+use crate::http::page::{Position, RenderedJson};
 use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
 
 const COLUMNS: &str = "r.id, r.store_id, r.product_id, r.customer_id, r.order_id, r.author_name,
@@ -36,8 +36,8 @@ pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
     tx.prepare_cached(
         "INSERT INTO reviews (id, store_id, product_id, customer_id, order_id, author_name,
                               author_email, title, body, rating, status, is_verified_purchase,
-                              created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                              created_at, updated_at, rendered)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
         r.id,
@@ -53,7 +53,8 @@ pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
         r.status.as_str(),
         r.is_verified_purchase,
         r.created_at,
-        r.updated_at
+        r.updated_at,
+        serde_json::to_string(r).map_err(AppError::internal)?
     ])?;
     Ok(())
 }
@@ -68,6 +69,19 @@ pub fn get(c: &Connection, store: StoreId, id: ReviewId) -> Result<Option<Review
         .optional()?)
 }
 
+/// The review as the API shows it, already serialized.
+pub fn get_rendered(
+    c: &Connection,
+    store: StoreId,
+    id: ReviewId,
+) -> Result<Option<RenderedJson>, AppError> {
+    Ok(
+        c.prepare_cached("SELECT rendered FROM reviews WHERE store_id = ?1 AND id = ?2")?
+            .query_row(params![store, id], |r| r.get(0).map(RenderedJson))
+            .optional()?,
+    )
+}
+
 /// False when the store has no such review.
 pub fn set_status(
     tx: &Transaction<'_>,
@@ -78,7 +92,9 @@ pub fn set_status(
 ) -> Result<bool, AppError> {
     Ok(crate::db::exec(
         tx,
-        "UPDATE reviews SET status = ?3, updated_at = ?4 WHERE store_id = ?1 AND id = ?2",
+        "UPDATE reviews SET status = ?3, updated_at = ?4,
+                rendered = json_set(rendered, '$.status', ?3, '$.updated_at', ?4)
+         WHERE store_id = ?1 AND id = ?2",
         params![store, id, status.as_str(), now],
     )? == 1)
 }
@@ -127,7 +143,7 @@ fn filter(status: Option<ReviewStatus>, product: Option<ProductId>) -> String {
     )
 }
 
-/// The store's reviews, newest first.
+/// A page of the store's reviews, newest first: (created_at, id, rendered) rows.
 pub fn list(
     c: &Connection,
     store: StoreId,
@@ -136,12 +152,12 @@ pub fn list(
     after: Option<&Position>,
     limit: i64,
     offset: i64,
-) -> Result<Vec<ReviewOut>, AppError> {
+) -> Result<Vec<(Position, RenderedJson)>, AppError> {
     let (at, id) = after
         .cloned()
         .unwrap_or_else(|| ("9999".into(), String::new()));
     let sql = format!(
-        "SELECT {COLUMNS} FROM reviews r JOIN products p ON p.id = r.product_id
+        "SELECT r.created_at, r.id, r.rendered FROM reviews r
          WHERE {} AND (r.created_at, r.id) < (?4, ?5)
          ORDER BY r.created_at DESC, r.id DESC LIMIT ?6 OFFSET ?7",
         filter(status, product)
@@ -157,7 +173,7 @@ pub fn list(
                 limit,
                 offset
             ],
-            row,
+            |r| Ok(((r.get(0)?, r.get(1)?), RenderedJson(r.get(2)?))),
         )?
         .collect::<Result<_, _>>()
         .map_err(Into::into)

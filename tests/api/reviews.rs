@@ -108,6 +108,28 @@ async fn reviews_are_imported_moderated_and_rate_their_product() {
         )
         .await;
     assert_eq!(got.body, *r);
+    // Renaming the product reaches its reviews (the list and one review alike).
+    shop.app
+        .call(
+            patch(),
+            &shop.path(&format!("products/{}", product["id"].as_str().unwrap())),
+            &shop.token,
+            Some(json!({"title": "Tee Shirt", "slug": "tee-shirt"})),
+        )
+        .await
+        .expect(200);
+    let renamed = shop
+        .read(&format!("reviews/{}", r["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(
+        (
+            renamed["product_title"].as_str(),
+            renamed["product_slug"].as_str()
+        ),
+        (Some("Tee Shirt"), Some("tee-shirt"))
+    );
+    let listed = shop.read("reviews").await;
+    assert_eq!(listed["data"][0], renamed);
     shop.app.clock.advance(chrono::Duration::seconds(1));
     let second = shop.review(json!({"rating": 4})).await.body.clone();
     shop.app.clock.advance(chrono::Duration::seconds(1));
