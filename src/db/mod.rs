@@ -185,6 +185,37 @@ pub fn where_clause(base: &str, filters: &[(bool, &str, &str)]) -> String {
     sql
 }
 
+/// A newest-first page of a table that stores its rows' API JSON in `rendered` (orders,
+/// reviews): `(created_at, id, rendered)` rows of `table` matching `filter` (its `?1` to
+/// `?3` bound to `filters`), after the keyset position `after`.
+pub fn rendered_newest_first(
+    c: &Connection,
+    table: &str,
+    filter: &str,
+    filters: [&dyn rusqlite::ToSql; 3],
+    after: Option<&crate::http::page::Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<(crate::http::page::Position, crate::http::page::RenderedJson)>, AppError> {
+    let (at, id) = after
+        .cloned()
+        .unwrap_or_else(|| ("9999".into(), String::new()));
+    let sql = format!(
+        "SELECT created_at, id, rendered FROM {table} WHERE {filter} AND (created_at, id) < (?4, ?5)
+         ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7"
+    );
+    let [f1, f2, f3] = filters;
+    c.prepare_cached(&sql)?
+        .query_map(rusqlite::params![f1, f2, f3, at, id, limit, offset], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?),
+                crate::http::page::RenderedJson(r.get(2)?),
+            ))
+        })?
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
+}
+
 /// A `LIKE ... ESCAPE '\'` pattern matching text that contains `s`, with `%` and `_` in
 /// `s` matching themselves.
 pub fn contains_pattern(s: &str) -> String {

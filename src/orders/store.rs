@@ -181,29 +181,15 @@ pub fn list(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<(Position, RenderedJson)>, AppError> {
-    let (at, id) = after
-        .cloned()
-        .unwrap_or_else(|| ("9999".into(), String::new()));
-    let sql = format!(
-        "SELECT created_at, id, rendered FROM orders WHERE {} AND (created_at, id) < (?4, ?5)
-         ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7",
-        filter(status, customer)
-    );
-    c.prepare_cached(&sql)?
-        .query_map(
-            params![
-                store,
-                status.map(OrderStatus::as_str),
-                customer,
-                at,
-                id,
-                limit,
-                offset
-            ],
-            |r| Ok(((r.get(0)?, r.get(1)?), RenderedJson(r.get(2)?))),
-        )?
-        .collect::<Result<_, _>>()
-        .map_err(Into::into)
+    crate::db::rendered_newest_first(
+        c,
+        "orders",
+        &filter(status, customer),
+        [&store, &status.map(OrderStatus::as_str), &customer],
+        after,
+        limit,
+        offset,
+    )
 }
 
 pub fn count(

@@ -135,10 +135,10 @@ pub fn purchase(
 
 fn filter(status: Option<ReviewStatus>, product: Option<ProductId>) -> String {
     crate::db::where_clause(
-        "r.store_id = ?1",
+        "store_id = ?1",
         &[
-            (status.is_some(), "r.status = ?2", "?2"),
-            (product.is_some(), "r.product_id = ?3", "?3"),
+            (status.is_some(), "status = ?2", "?2"),
+            (product.is_some(), "product_id = ?3", "?3"),
         ],
     )
 }
@@ -153,30 +153,15 @@ pub fn list(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<(Position, RenderedJson)>, AppError> {
-    let (at, id) = after
-        .cloned()
-        .unwrap_or_else(|| ("9999".into(), String::new()));
-    let sql = format!(
-        "SELECT r.created_at, r.id, r.rendered FROM reviews r
-         WHERE {} AND (r.created_at, r.id) < (?4, ?5)
-         ORDER BY r.created_at DESC, r.id DESC LIMIT ?6 OFFSET ?7",
-        filter(status, product)
-    );
-    c.prepare_cached(&sql)?
-        .query_map(
-            params![
-                store,
-                status.map(ReviewStatus::as_str),
-                product,
-                at,
-                id,
-                limit,
-                offset
-            ],
-            |r| Ok(((r.get(0)?, r.get(1)?), RenderedJson(r.get(2)?))),
-        )?
-        .collect::<Result<_, _>>()
-        .map_err(Into::into)
+    crate::db::rendered_newest_first(
+        c,
+        "reviews",
+        &filter(status, product),
+        [&store, &status.map(ReviewStatus::as_str), &product],
+        after,
+        limit,
+        offset,
+    )
 }
 
 pub fn count(
@@ -187,7 +172,7 @@ pub fn count(
 ) -> Result<i64, AppError> {
     if product.is_some() {
         let sql = format!(
-            "SELECT COUNT(*) FROM reviews r WHERE {}",
+            "SELECT COUNT(*) FROM reviews WHERE {}",
             filter(status, product)
         );
         return Ok(c.prepare_cached(&sql)?.query_row(
