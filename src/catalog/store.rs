@@ -250,30 +250,50 @@ fn product_row(r: &Row<'_>) -> rusqlite::Result<ProductOut> {
 
 const PRODUCT_COLUMNS: &str = "p.id, p.store_id, p.title, p.slug, p.description, p.status, p.tags, p.rating_sum, p.rating_count, p.created_at, p.updated_at";
 
-fn complete(c: &Connection, mut p: ProductOut) -> Result<ProductOut, AppError> {
-    p.category_ids = c
-        .prepare_cached(
-            "SELECT category_id FROM product_categories WHERE product_id = ?1 ORDER BY category_id",
-        )?
-        .query_map([p.id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
-    p.variants = c
-        .prepare_cached(
-            "SELECT id, sku, title, price_cents, compare_at_price_cents, weight_grams
-             FROM variants WHERE product_id = ?1 ORDER BY position",
-        )?
-        .query_map([p.id], |r| {
-            Ok(VariantOut {
-                id: r.get(0)?,
-                sku: r.get(1)?,
-                title: r.get(2)?,
-                price_cents: r.get(3)?,
-                compare_at_price_cents: r.get(4)?,
-                weight_grams: r.get(5)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    Ok(p)
+/// Fills in the products' categories and variants: two queries for the whole page, not two
+/// per product.
+fn complete(c: &Connection, mut products: Vec<ProductOut>) -> Result<Vec<ProductOut>, AppError> {
+    if products.is_empty() {
+        return Ok(products);
+    }
+    let ids = serde_json::to_string(&products.iter().map(|p| p.id).collect::<Vec<_>>())
+        .map_err(AppError::internal)?;
+    let at: std::collections::HashMap<ProductId, usize> = products
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id, i))
+        .collect();
+    let mut stmt = c.prepare_cached(
+        "SELECT product_id, category_id FROM product_categories
+         WHERE product_id IN (SELECT value FROM json_each(?1)) ORDER BY product_id, category_id",
+    )?;
+    let mut rows = stmt.query([&ids])?;
+    while let Some(r) = rows.next()? {
+        let product: ProductId = r.get(0)?;
+        if let Some(&i) = at.get(&product) {
+            products[i].category_ids.push(r.get(1)?);
+        }
+    }
+    let mut stmt = c.prepare_cached(
+        "SELECT product_id, id, sku, title, price_cents, compare_at_price_cents, weight_grams
+         FROM variants WHERE product_id IN (SELECT value FROM json_each(?1))
+         ORDER BY product_id, position",
+    )?;
+    let mut rows = stmt.query([&ids])?;
+    while let Some(r) = rows.next()? {
+        let product: ProductId = r.get(0)?;
+        if let Some(&i) = at.get(&product) {
+            products[i].variants.push(VariantOut {
+                id: r.get(1)?,
+                sku: r.get(2)?,
+                title: r.get(3)?,
+                price_cents: r.get(4)?,
+                compare_at_price_cents: r.get(5)?,
+                weight_grams: r.get(6)?,
+            });
+        }
+    }
+    Ok(products)
 }
 
 pub fn get_product(
@@ -286,7 +306,10 @@ pub fn get_product(
     let found = c
         .query_row(&sql, params![store, id], product_row)
         .optional()?;
-    found.map(|p| complete(c, p)).transpose()
+    match found {
+        Some(p) => Ok(complete(c, vec![p])?.pop()),
+        None => Ok(None),
+    }
 }
 
 pub fn delete_product(
@@ -339,12 +362,26 @@ pub struct ProductQuery {
     pub search: Option<String>,
 }
 
-const PRODUCT_FILTER: &str = "p.store_id = ?1
-    AND (?2 IS NULL OR p.status = ?2)
-    AND (?3 IS NULL OR EXISTS (SELECT 1 FROM product_categories pc
-                               WHERE pc.product_id = p.id AND pc.category_id = ?3))
-    AND (?4 IS NULL OR p.title LIKE ?4 ESCAPE '\\'
-         OR EXISTS (SELECT 1 FROM variants v WHERE v.product_id = p.id AND v.sku LIKE ?4 ESCAPE '\\'))";
+fn product_filter(q: &ProductQuery) -> String {
+    crate::db::where_clause(
+        "p.store_id = ?1",
+        &[
+            (q.status.is_some(), "p.status = ?2", "?2"),
+            (
+                q.category.is_some(),
+                "EXISTS (SELECT 1 FROM product_categories pc
+                         WHERE pc.product_id = p.id AND pc.category_id = ?3)",
+                "?3",
+            ),
+            (
+                q.search.is_some(),
+                "(p.title LIKE ?4 ESCAPE '\\' OR EXISTS (SELECT 1 FROM variants v
+                   WHERE v.product_id = p.id AND v.sku LIKE ?4 ESCAPE '\\'))",
+                "?4",
+            ),
+        ],
+    )
+}
 
 pub fn list_products(
     c: &Connection,
@@ -367,8 +404,9 @@ pub fn list_products(
         "AND ?5 IS NULL AND ?6 IS NULL".into()
     };
     let sql = format!(
-        "SELECT {PRODUCT_COLUMNS} FROM products p WHERE {PRODUCT_FILTER} {keyset}
-         ORDER BY p.{col} {dir}, p.id {dir} LIMIT ?7 OFFSET ?8"
+        "SELECT {PRODUCT_COLUMNS} FROM products p WHERE {} {keyset}
+         ORDER BY p.{col} {dir}, p.id {dir} LIMIT ?7 OFFSET ?8",
+        product_filter(q)
     );
     let (k, i) = after
         .cloned()
@@ -389,11 +427,14 @@ pub fn list_products(
             product_row,
         )?
         .collect::<Result<_, _>>()?;
-    rows.into_iter().map(|p| complete(c, p)).collect()
+    complete(c, rows)
 }
 
 pub fn count_products(c: &Connection, store: StoreId, q: &ProductQuery) -> Result<i64, AppError> {
-    let sql = format!("SELECT COUNT(*) FROM products p WHERE {PRODUCT_FILTER}");
+    let sql = format!(
+        "SELECT COUNT(*) FROM products p WHERE {}",
+        product_filter(q)
+    );
     Ok(c.query_row(
         &sql,
         params![
