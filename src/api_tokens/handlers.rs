@@ -69,10 +69,10 @@ pub async fn create_token(
         Some(s) => match time::parse(s) {
             Some(t) if t > now => Some(time::format(t)),
             _ => {
-                return Err(AppError::validation([(
+                return Err(AppError::field(
                     "expires_at",
                     "must be a future RFC 3339 time",
-                )]));
+                ));
             }
         },
     };

@@ -73,7 +73,9 @@ pub fn create(
 
 pub fn get(c: &Connection, store: StoreId, id: ApiTokenId) -> Result<Option<TokenOut>, AppError> {
     let sql = format!("SELECT {COLUMNS} FROM api_tokens WHERE store_id = ?1 AND id = ?2");
-    Ok(c.query_row(&sql, params![store, id], row).optional()?)
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, id], row)
+        .optional()?)
 }
 
 /// The store's tokens, newest first, keyset-paged on (created_at, id).
@@ -130,9 +132,5 @@ pub fn rotate(
 
 /// Revokes a token; false when the store has no such token.
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: ApiTokenId) -> Result<bool, AppError> {
-    Ok(crate::db::exec(
-        tx,
-        "DELETE FROM api_tokens WHERE store_id = ?1 AND id = ?2",
-        params![store, id],
-    )? == 1)
+    crate::db::delete_in_store(tx, "api_tokens", store, &id)
 }

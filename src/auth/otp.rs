@@ -92,10 +92,10 @@ pub async fn msgapp_enable(
 ) -> Result<Json<CodeSentOut>, AppError> {
     let phone = input.phone_e164.trim().to_owned();
     if !is_e164(&phone) {
-        return Err(AppError::validation([(
+        return Err(AppError::field(
             "phone_e164",
             "must be E.164, e.g. +5511987654321",
-        )]));
+        ));
     }
     let user = load_user(&st, &p).await?;
     if user.msgapp_phone.is_some() {

@@ -97,12 +97,16 @@ pub fn insert_user(
 
 pub fn find_user_by_email(c: &Connection, email: &str) -> Result<Option<UserRow>, AppError> {
     let sql = format!("SELECT {} FROM users WHERE email = ?1", UserRow::COLUMNS);
-    Ok(c.query_row(&sql, [email], UserRow::from_row).optional()?)
+    Ok(c.prepare_cached(&sql)?
+        .query_row([email], UserRow::from_row)
+        .optional()?)
 }
 
 pub fn get_user(c: &Connection, id: UserId) -> Result<Option<UserRow>, AppError> {
     let sql = format!("SELECT {} FROM users WHERE id = ?1", UserRow::COLUMNS);
-    Ok(c.query_row(&sql, [id], UserRow::from_row).optional()?)
+    Ok(c.prepare_cached(&sql)?
+        .query_row([id], UserRow::from_row)
+        .optional()?)
 }
 
 pub fn set_locale(

@@ -75,10 +75,9 @@ pub async fn totp_enable(
             if enabled.is_some() {
                 return Err(totp_already_enabled());
             }
-            let wrong = || AppError::validation([("totp_code", "the code does not match")]);
-            let pending = pending.ok_or_else(|| {
-                AppError::validation([("totp_code", "call GET /me/2fa/totp/setup first")])
-            })?;
+            let wrong = || AppError::field("totp_code", "the code does not match");
+            let pending = pending
+                .ok_or_else(|| AppError::field("totp_code", "call GET /me/2fa/totp/setup first"))?;
             let step =
                 totp::matching_step(&pending, &input.totp_code, unix(now)).ok_or_else(wrong)?;
             store::enable_totp(tx, id, step, now)?;

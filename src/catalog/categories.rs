@@ -31,16 +31,16 @@ fn check_parent(
 ) -> Result<(), AppError> {
     let Some(parent) = parent else { return Ok(()) };
     if store::get_category(c, store, parent)?.is_none() {
-        return Err(AppError::validation([(
+        return Err(AppError::field(
             "parent_id",
             "is not a category of this store",
-        )]));
+        ));
     }
     if store::would_cycle(c, id, parent)? {
-        return Err(AppError::validation([(
+        return Err(AppError::field(
             "parent_id",
             "would make the category its own ancestor",
-        )]));
+        ));
     }
     Ok(())
 }

@@ -16,14 +16,10 @@ use crate::state::AppState;
 
 type ErrorBody = crate::http::error::ErrorBody;
 
-fn bad(field: &str, msg: impl Into<String>) -> AppError {
-    AppError::validation([(field.to_owned(), msg.into())])
-}
-
 /// A slug as given: lowercase letters, digits and single hyphens.
 pub fn check_slug(v: &str) -> Result<String, AppError> {
     if v.is_empty() || v.len() > 120 || slug::slugify(v) != v {
-        return Err(bad(
+        return Err(AppError::field(
             "slug",
             "must be lowercase letters, digits and hyphens (at most 120)",
         ));
@@ -33,7 +29,7 @@ pub fn check_slug(v: &str) -> Result<String, AppError> {
 
 fn check_tags(tags: &[String]) -> Result<Vec<String>, AppError> {
     if tags.len() > 50 {
-        return Err(bad("tags", "at most 50 tags"));
+        return Err(AppError::field("tags", "at most 50 tags"));
     }
     let mut out: Vec<String> = Vec::new();
     for t in tags {
@@ -47,17 +43,23 @@ fn check_tags(tags: &[String]) -> Result<Vec<String>, AppError> {
 
 fn check_variants(variants: &[VariantIn]) -> Result<Vec<VariantIn>, AppError> {
     if variants.is_empty() || variants.len() > 100 {
-        return Err(bad("variants", "a product has 1 to 100 variants"));
+        return Err(AppError::field(
+            "variants",
+            "a product has 1 to 100 variants",
+        ));
     }
     let mut out: Vec<VariantIn> = Vec::new();
     for (i, v) in variants.iter().enumerate() {
         let at = |f: &str| format!("variants[{i}].{f}");
         let sku = text(&at("sku"), &v.sku, 1, 64)?;
         if out.iter().any(|o| o.sku == sku) {
-            return Err(bad(&at("sku"), format!("SKU {sku} appears twice")));
+            return Err(AppError::field(
+                at("sku"),
+                format!("SKU {sku} appears twice"),
+            ));
         }
         if v.price_cents < 0 {
-            return Err(bad(&at("price_cents"), "must be 0 or more"));
+            return Err(AppError::field(at("price_cents"), "must be 0 or more"));
         }
         for (name, val) in [
             ("compare_at_price_cents", v.compare_at_price_cents),
@@ -66,12 +68,12 @@ fn check_variants(variants: &[VariantIn]) -> Result<Vec<VariantIn>, AppError> {
             ("low_stock_threshold", v.low_stock_threshold),
         ] {
             if val.is_some_and(|n| n < 0) {
-                return Err(bad(&at(name), "must be 0 or more"));
+                return Err(AppError::field(at(name), "must be 0 or more"));
             }
         }
         if v.id.is_some() && v.on_hand.is_some() {
-            return Err(bad(
-                &at("on_hand"),
+            return Err(AppError::field(
+                at("on_hand"),
                 "change an existing variant's stock with an inventory adjustment",
             ));
         }
@@ -100,7 +102,7 @@ fn set_children(
 ) -> Result<(), AppError> {
     if let Some(cats) = categories {
         if let Some(c) = store::unknown_category(tx, store, cats)? {
-            return Err(bad(
+            return Err(AppError::field(
                 "category_ids",
                 format!("{c} is not a category of this store"),
             ));
@@ -110,7 +112,7 @@ fn set_children(
     if let Some(vs) = variants
         && let Err(v) = store::set_variants(tx, store, id, vs, now)?
     {
-        return Err(bad(
+        return Err(AppError::field(
             "variants",
             format!("{v} is not a variant of this product"),
         ));
@@ -130,7 +132,7 @@ pub async fn list_products(
 ) -> Result<Json<Page<ProductOut>>, AppError> {
     scope.require(Permission::ProductsRead)?;
     let sort = Sort::parse(f.sort.as_deref()).ok_or_else(|| {
-        bad(
+        AppError::field(
             "sort",
             "one of created_at, updated_at, title, each optionally prefixed with -",
         )
@@ -139,7 +141,7 @@ pub async fn list_products(
         .as_deref()
         .is_some_and(|s| ProductStatus::parse(s).is_none())
     {
-        return Err(bad("status", "one of draft, active, archived"));
+        return Err(AppError::field("status", "one of draft, active, archived"));
     }
     let store = scope.store_id;
     let q = ProductQuery {

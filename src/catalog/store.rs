@@ -304,7 +304,8 @@ pub fn get_product(
     let sql =
         format!("SELECT {PRODUCT_COLUMNS} FROM products p WHERE p.store_id = ?1 AND p.id = ?2");
     let found = c
-        .query_row(&sql, params![store, id], product_row)
+        .prepare_cached(&sql)?
+        .query_row(params![store, id], product_row)
         .optional()?;
     match found {
         Some(p) => Ok(complete(c, vec![p])?.pop()),
@@ -317,11 +318,7 @@ pub fn delete_product(
     store: StoreId,
     id: ProductId,
 ) -> Result<bool, AppError> {
-    Ok(crate::db::exec(
-        tx,
-        "DELETE FROM products WHERE store_id = ?1 AND id = ?2",
-        params![store, id],
-    )? == 1)
+    crate::db::delete_in_store(tx, "products", store, &id)
 }
 
 /// A list order: the column and whether it descends.
@@ -469,7 +466,8 @@ pub fn get_category(
     id: CategoryId,
 ) -> Result<Option<CategoryOut>, AppError> {
     let sql = format!("SELECT {CATEGORY_COLUMNS} FROM categories WHERE store_id = ?1 AND id = ?2");
-    Ok(c.query_row(&sql, params![store, id], category_row)
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, id], category_row)
         .optional()?)
 }
 
@@ -547,11 +545,7 @@ pub fn delete_category(
     store: StoreId,
     id: CategoryId,
 ) -> Result<bool, AppError> {
-    Ok(crate::db::exec(
-        tx,
-        "DELETE FROM categories WHERE store_id = ?1 AND id = ?2",
-        params![store, id],
-    )? == 1)
+    crate::db::delete_in_store(tx, "categories", store, &id)
 }
 
 /// The store's categories by name.

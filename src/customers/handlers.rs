@@ -28,10 +28,7 @@ fn email(v: &str) -> Result<Option<String>, AppError> {
     } else if crate::setup::store::looks_like_email(&e) {
         Ok(Some(e))
     } else {
-        Err(AppError::validation([(
-            "email",
-            "is not an e-mail address",
-        )]))
+        Err(AppError::field("email", "is not an e-mail address"))
     }
 }
 
@@ -49,19 +46,16 @@ fn phone(v: &str) -> Result<Option<String>, AppError> {
     if ok {
         Ok(Some(p.to_owned()))
     } else {
-        Err(AppError::validation([(
+        Err(AppError::field(
             "phone",
             "must be a phone number (6 to 15 digits)",
-        )]))
+        ))
     }
 }
 
 fn addresses(a: &[Address]) -> Result<Vec<Address>, AppError> {
     if a.len() > 20 {
-        return Err(AppError::validation([(
-            "addresses",
-            "at most 20 addresses",
-        )]));
+        return Err(AppError::field("addresses", "at most 20 addresses"));
     }
     let long = a.iter().flat_map(|x| {
         [
@@ -76,10 +70,10 @@ fn addresses(a: &[Address]) -> Result<Vec<Address>, AppError> {
         ]
     });
     if long.flatten().any(|s| s.chars().count() > 255) {
-        return Err(AppError::validation([(
+        return Err(AppError::field(
             "addresses",
             "fields are at most 255 characters",
-        )]));
+        ));
     }
     Ok(a.to_vec())
 }

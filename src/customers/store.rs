@@ -118,15 +118,13 @@ pub fn get(
     id: CustomerId,
 ) -> Result<Option<CustomerOut>, AppError> {
     let sql = format!("SELECT {COLUMNS} FROM customers WHERE store_id = ?1 AND id = ?2");
-    Ok(c.query_row(&sql, params![store, id], row).optional()?)
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, id], row)
+        .optional()?)
 }
 
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: CustomerId) -> Result<bool, AppError> {
-    Ok(crate::db::exec(
-        tx,
-        "DELETE FROM customers WHERE store_id = ?1 AND id = ?2",
-        params![store, id],
-    )? == 1)
+    crate::db::delete_in_store(tx, "customers", store, &id)
 }
 
 const FILTER: &str = "store_id = ?1 AND (?2 IS NULL OR name LIKE ?2 ESCAPE '\\'
@@ -158,5 +156,16 @@ pub fn list(
 pub fn count(c: &Connection, store: StoreId, search: Option<&str>) -> Result<i64, AppError> {
     let sql = format!("SELECT COUNT(*) FROM customers WHERE {FILTER}");
     let pattern = search.map(crate::db::contains_pattern);
-    Ok(c.query_row(&sql, params![store, pattern], |r| r.get(0))?)
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, pattern], |r| r.get(0))?)
+}
+
+/// Whether the store has this customer.
+pub fn exists(c: &Connection, store: StoreId, id: CustomerId) -> Result<bool, AppError> {
+    Ok(
+        c.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM customers WHERE store_id = ?1 AND id = ?2)",
+        )?
+        .query_row(params![store, id], |r| r.get(0))?,
+    )
 }

@@ -167,6 +167,17 @@ pub fn exec(c: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlit
     c.prepare_cached(sql)?.execute(params)
 }
 
+/// Deletes row `id` of `table` if it belongs to `store`; false when it does not exist there.
+pub fn delete_in_store(
+    c: &Connection,
+    table: &str,
+    store: crate::ids::StoreId,
+    id: &dyn rusqlite::ToSql,
+) -> Result<bool, AppError> {
+    let sql = format!("DELETE FROM {table} WHERE store_id = ?1 AND id = ?2");
+    Ok(exec(c, &sql, rusqlite::params![store, id])? == 1)
+}
+
 /// A list's WHERE clause with only the filters in use: `base`, then for each filter
 /// `(in use, condition, its parameter)` either the condition or `param IS NULL` (which keeps
 /// the parameter bound). `?2 IS NULL OR col = ?2` would hide `col` from the planner, so

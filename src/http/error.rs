@@ -142,6 +142,11 @@ impl AppError {
     }
 
     /// 422 `validation_failed` with `details.fields` mapping each field to its message.
+    /// 422 `validation_failed` naming one field.
+    pub fn field(name: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::validation([(name.into(), message.into())])
+    }
+
     pub fn validation<K: Into<String>, V: Into<String>>(
         fields: impl IntoIterator<Item = (K, V)>,
     ) -> Self {

@@ -163,10 +163,7 @@ impl PageParams {
                         "true" | "1" => true,
                         "false" | "0" => false,
                         _ => {
-                            return Err(AppError::validation([(
-                                "include_total",
-                                "must be true or false",
-                            )]));
+                            return Err(AppError::field("include_total", "must be true or false"));
                         }
                     };
                 }

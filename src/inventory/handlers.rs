@@ -80,10 +80,10 @@ pub async fn adjust_stock(
 ) -> Result<(StatusCode, Json<AdjustmentOut>), AppError> {
     scope.require(Permission::InventoryWrite)?;
     if input.delta == 0 || !(-1_000_000..=1_000_000).contains(&input.delta) {
-        return Err(AppError::validation([(
+        return Err(AppError::field(
             "delta",
             "must be a non-zero whole number of units, at most 1000000 either way",
-        )]));
+        ));
     }
     let reason = text("reason", &input.reason, 1, 255)?;
     let (store, variant, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());

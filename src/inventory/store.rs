@@ -158,5 +158,6 @@ pub fn count(
         "SELECT COUNT(*) FROM variants WHERE {}",
         filter(product, low)
     );
-    Ok(c.query_row(&sql, params![store, product, low], |r| r.get(0))?)
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, product, low], |r| r.get(0))?)
 }

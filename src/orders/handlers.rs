@@ -27,10 +27,6 @@ fn not_found() -> AppError {
     AppError::not_found("order")
 }
 
-fn bad(field: &str, msg: impl Into<String>) -> AppError {
-    AppError::validation([(field.to_owned(), msg.into())])
-}
-
 /// Money amounts a client may send: 0 to 10^12 cents.
 const MAX_CENTS: i64 = 1_000_000_000_000;
 
@@ -39,7 +35,7 @@ fn cents(field: &str, v: Option<i64>) -> Result<i64, AppError> {
     if (0..=MAX_CENTS).contains(&v) {
         Ok(v)
     } else {
-        Err(bad(field, format!("must be 0 to {MAX_CENTS}")))
+        Err(AppError::field(field, format!("must be 0 to {MAX_CENTS}")))
     }
 }
 
@@ -50,25 +46,28 @@ fn note(v: Option<&str>) -> Result<Option<String>, AppError> {
 /// Checks a create body's shape before the transaction: lines, amounts, note.
 fn check_new(input: &OrderIn, manual: bool) -> Result<(), AppError> {
     if input.items.is_empty() || input.items.len() > 100 {
-        return Err(bad("items", "an order has 1 to 100 items"));
+        return Err(AppError::field("items", "an order has 1 to 100 items"));
     }
     for (i, item) in input.items.iter().enumerate() {
         if !(1..=10_000).contains(&item.quantity) {
-            return Err(bad(&format!("items[{i}].quantity"), "must be 1 to 10000"));
+            return Err(AppError::field(
+                format!("items[{i}].quantity"),
+                "must be 1 to 10000",
+            ));
         }
         if input.items[..i]
             .iter()
             .any(|o| o.variant_id == item.variant_id)
         {
-            return Err(bad(
-                &format!("items[{i}].variant_id"),
+            return Err(AppError::field(
+                format!("items[{i}].variant_id"),
                 "appears twice; send one item with the total quantity",
             ));
         }
         match item.unit_price_cents {
             Some(_) if !manual => {
-                return Err(bad(
-                    &format!("items[{i}].unit_price_cents"),
+                return Err(AppError::field(
+                    format!("items[{i}].unit_price_cents"),
                     "only manual orders (POST .../orders/manual) set their own prices",
                 ));
             }
@@ -98,14 +97,17 @@ async fn create(
     let out = st
         .db
         .write(move |tx| {
-            if !store::customer_exists(tx, store, input.customer_id)? {
-                return Err(bad("customer_id", "is not a customer of this store"));
+            if !crate::customers::store::exists(tx, store, input.customer_id)? {
+                return Err(AppError::field(
+                    "customer_id",
+                    "is not a customer of this store",
+                ));
             }
             let mut items = Vec::with_capacity(input.items.len());
             for (i, line) in input.items.iter().enumerate() {
                 let Some(v) = store::sellable(tx, store, line.variant_id)? else {
-                    return Err(bad(
-                        &format!("items[{i}].variant_id"),
+                    return Err(AppError::field(
+                        format!("items[{i}].variant_id"),
                         "is not a variant of this store",
                     ));
                 };
@@ -123,7 +125,9 @@ async fn create(
                 let total = unit
                     .checked_mul(line.quantity)
                     .filter(|t| *t <= MAX_CENTS)
-                    .ok_or_else(|| bad(&format!("items[{i}]"), "the line total is too large"))?;
+                    .ok_or_else(|| {
+                        AppError::field(format!("items[{i}]"), "the line total is too large")
+                    })?;
                 items.push(OrderItem {
                     variant_id: line.variant_id,
                     product_id: v.product_id,
@@ -139,10 +143,10 @@ async fn create(
             let shipping = input.shipping_cents.unwrap_or(0);
             let discount = input.discount_cents.unwrap_or(0);
             if subtotal > MAX_CENTS {
-                return Err(bad("items", "the order total is too large"));
+                return Err(AppError::field("items", "the order total is too large"));
             }
             if discount > subtotal + shipping {
-                return Err(bad(
+                return Err(AppError::field(
                     "discount_cents",
                     "must not exceed the subtotal plus shipping",
                 ));
@@ -342,7 +346,7 @@ pub async fn update_order(
                     store::insert_payment(tx, store, id, provider, o.total_cents, now)?;
                     store::bump_customer(tx, store, o.customer_id, 0, o.total_cents)?;
                 }
-                o.status = to;
+                o.set_status(to);
                 event = Some(to.event());
             }
             if let Some(n) = new_note
@@ -356,7 +360,6 @@ pub async fn update_order(
             };
             o.updated_at = time::format(now);
             o.payments = store::payments(tx, id)?;
-            o.allowed_status_transitions = o.status.allowed_next().to_vec();
             store::save(tx, &o)?;
             audit::change(
                 tx,
@@ -399,7 +402,10 @@ pub async fn refund_order(
 ) -> Result<(StatusCode, Json<RefundOut>), AppError> {
     scope.require(Permission::OrdersRefund)?;
     if !(1..=MAX_CENTS).contains(&input.amount_cents) {
-        return Err(bad("amount_cents", format!("must be 1 to {MAX_CENTS}")));
+        return Err(AppError::field(
+            "amount_cents",
+            format!("must be 1 to {MAX_CENTS}"),
+        ));
     }
     let reason = input
         .reason
@@ -517,12 +523,11 @@ fn settle_refund(
         if o.status == OrderStatus::Paid {
             move_stock(tx, &o, OrderStatus::Cancelled, now)?;
         }
-        o.status = if full {
+        o.set_status(if full {
             OrderStatus::Refunded
         } else {
             OrderStatus::PartiallyRefunded
-        };
-        o.allowed_status_transitions = o.status.allowed_next().to_vec();
+        });
     }
     o.updated_at = time::format(now);
     store::save(tx, &o)?;

@@ -167,6 +167,14 @@ pub struct OrderOut {
     pub updated_at: String,
 }
 
+impl OrderOut {
+    /// Moves the order to `status`; `allowed_status_transitions` follows it.
+    pub fn set_status(&mut self, status: OrderStatus) {
+        self.status = status;
+        self.allowed_status_transitions = status.allowed_next().to_vec();
+    }
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]

@@ -227,19 +227,6 @@ pub fn bump_customer(
     Ok(())
 }
 
-pub fn customer_exists(
-    c: &Connection,
-    store: StoreId,
-    customer: CustomerId,
-) -> Result<bool, AppError> {
-    Ok(
-        c.prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM customers WHERE store_id = ?1 AND id = ?2)",
-        )?
-        .query_row(params![store, customer], |r| r.get(0))?,
-    )
-}
-
 /// A variant of the store with its product's title, for a new order line.
 pub struct Sellable {
     pub product_id: crate::ids::ProductId,

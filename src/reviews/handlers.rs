@@ -20,10 +20,6 @@ fn not_found() -> AppError {
     AppError::not_found("review")
 }
 
-fn bad(field: &str, msg: &str) -> AppError {
-    AppError::validation([(field, msg)])
-}
-
 /// The store's reviews, newest first; filters `status` and `product_id`. The pending badge
 /// is `status=pending&limit=1&include_total=true`.
 #[utoipa::path(get, path = "/stores/{store_id}/reviews", tag = "reviews", security(("bearer" = [])),
@@ -69,12 +65,12 @@ pub async fn import_review(
 ) -> Result<(StatusCode, Json<ReviewOut>), AppError> {
     scope.require(Permission::ReviewsWrite)?;
     if !(1..=5).contains(&input.rating) {
-        return Err(bad("rating", "must be 1 to 5"));
+        return Err(AppError::field("rating", "must be 1 to 5"));
     }
     let author_name = text("author_name", &input.author_name, 1, 255)?;
     let author_email = crate::auth::handlers::normalize_email(&input.author_email);
     if !crate::setup::store::looks_like_email(&author_email) {
-        return Err(bad("author_email", "is not an e-mail address"));
+        return Err(AppError::field("author_email", "is not an e-mail address"));
     }
     let title = text("title", &input.title, 0, 255)?;
     let body = text("body", &input.body, 0, 10_000)?;
@@ -84,18 +80,24 @@ pub async fn import_review(
         .write(move |tx| {
             let Some((product_slug, product_title)) = store::product(tx, store, input.product_id)?
             else {
-                return Err(bad("product_id", "is not a product of this store"));
+                return Err(AppError::field(
+                    "product_id",
+                    "is not a product of this store",
+                ));
             };
             if let Some(c) = input.customer_id
-                && !crate::orders::store::customer_exists(tx, store, c)?
+                && !crate::customers::store::exists(tx, store, c)?
             {
-                return Err(bad("customer_id", "is not a customer of this store"));
+                return Err(AppError::field(
+                    "customer_id",
+                    "is not a customer of this store",
+                ));
             }
             let (mut customer_id, mut verified) = (input.customer_id, false);
             if let Some(order) = input.order_id {
                 let Some((buyer, bought)) = store::purchase(tx, store, order, input.product_id)?
                 else {
-                    return Err(bad("order_id", "is not an order of this store"));
+                    return Err(AppError::field("order_id", "is not an order of this store"));
                 };
                 // Verified only when the order is the reviewer's (when a reviewer is named).
                 verified = bought && (customer_id.is_none() || customer_id == buyer);
@@ -169,9 +171,8 @@ pub async fn update_review(
     let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
     st.db
         .write(move |tx| {
-            let before = store::get(tx, store, id)?.ok_or_else(not_found)?;
-            if before.status != input.status {
-                store::set_status(tx, store, id, input.status, &crate::time::format(now))?;
+            // Setting the status it has changes nothing and records nothing.
+            if store::set_status(tx, store, id, input.status, &crate::time::format(now))? {
                 audit::record(tx, &actor, "review.updated", "review", &id.to_string(), now)?;
             }
             store::get_rendered(tx, store, id)?.ok_or_else(not_found)

@@ -22,15 +22,6 @@ impl ReviewStatus {
             Self::Rejected => "rejected",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pending" => Some(Self::Pending),
-            "approved" => Some(Self::Approved),
-            "rejected" => Some(Self::Rejected),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -1,36 +1,11 @@
 //! SQL of reviews; every query is scoped by store.
 
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::model::{ReviewOut, ReviewStatus};
 use crate::http::error::AppError;
 use crate::http::page::{Position, RenderedJson};
 use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
-
-const COLUMNS: &str = "r.id, r.store_id, r.product_id, r.customer_id, r.order_id, r.author_name,
-    r.author_email, r.title, r.body, r.rating, r.status, r.is_verified_purchase, r.created_at,
-    r.updated_at, p.slug, p.title";
-
-fn row(r: &Row<'_>) -> rusqlite::Result<ReviewOut> {
-    Ok(ReviewOut {
-        id: r.get(0)?,
-        store_id: r.get(1)?,
-        product_id: r.get(2)?,
-        customer_id: r.get(3)?,
-        order_id: r.get(4)?,
-        author_name: r.get(5)?,
-        author_email: r.get(6)?,
-        title: r.get(7)?,
-        body: r.get(8)?,
-        rating: r.get(9)?,
-        status: ReviewStatus::parse(&r.get::<_, String>(10)?).unwrap_or(ReviewStatus::Pending),
-        is_verified_purchase: r.get(11)?,
-        created_at: r.get(12)?,
-        updated_at: r.get(13)?,
-        product_slug: r.get(14)?,
-        product_title: r.get(15)?,
-    })
-}
 
 pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
     tx.prepare_cached(
@@ -59,16 +34,6 @@ pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
     Ok(())
 }
 
-pub fn get(c: &Connection, store: StoreId, id: ReviewId) -> Result<Option<ReviewOut>, AppError> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM reviews r JOIN products p ON p.id = r.product_id
-         WHERE r.store_id = ?1 AND r.id = ?2"
-    );
-    Ok(c.prepare_cached(&sql)?
-        .query_row(params![store, id], row)
-        .optional()?)
-}
-
 /// The review as the API shows it, already serialized.
 pub fn get_rendered(
     c: &Connection,
@@ -82,7 +47,7 @@ pub fn get_rendered(
     )
 }
 
-/// False when the store has no such review.
+/// Moves a review to `status`; false when the store has no such review in another status.
 pub fn set_status(
     tx: &Transaction<'_>,
     store: StoreId,
@@ -94,7 +59,7 @@ pub fn set_status(
         tx,
         "UPDATE reviews SET status = ?3, updated_at = ?4,
                 rendered = json_set(rendered, '$.status', ?3, '$.updated_at', ?4)
-         WHERE store_id = ?1 AND id = ?2",
+         WHERE store_id = ?1 AND id = ?2 AND status <> ?3",
         params![store, id, status.as_str(), now],
     )? == 1)
 }

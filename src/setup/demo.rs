@@ -112,10 +112,10 @@ pub fn bulk(
         .map(|c| c.id)
         .collect();
     if offers.is_empty() || people.is_empty() {
-        return Err(AppError::validation([(
+        return Err(AppError::field(
             "store",
             "needs products and customers first",
-        )]));
+        ));
     }
     let spacing = Duration::seconds(1);
     let sold = seed_orders(tx, &mut rng, store, &offers, &people, now, orders, spacing)?;

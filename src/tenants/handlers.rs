@@ -22,10 +22,10 @@ use crate::state::AppState;
 fn clean_name(name: &str) -> Result<String, AppError> {
     let name = text("name", name, 1, 120)?;
     if crate::setup::store::slugify(&name) == "store" && !name.to_lowercase().contains("store") {
-        return Err(AppError::validation([(
+        return Err(AppError::field(
             "name",
             "needs at least one letter or digit",
-        )]));
+        ));
     }
     Ok(name)
 }
@@ -68,7 +68,7 @@ pub async fn create_tenant(
         .map(|c| c.trim().to_owned())
         .filter(|c| !c.is_empty());
     if plan.as_ref().is_some_and(|c| c.len() > 64) {
-        return Err(AppError::validation([("plan_code", "is not a plan")]));
+        return Err(AppError::field("plan_code", "is not a plan"));
     }
     let locale = Locale::parse(&p.profile.locale).unwrap_or(Locale::PtBr);
     let (user, now) = (p.user_id, st.clock.now());
@@ -143,10 +143,10 @@ pub async fn update_tenant(
     let name = patch.name.as_deref().map(clean_name).transpose()?;
     let timezone = patch.timezone.map(|t| t.trim().to_owned());
     if timezone.as_deref().is_some_and(|t| !valid_timezone(t)) {
-        return Err(AppError::validation([(
+        return Err(AppError::field(
             "timezone",
             "must be an IANA zone such as America/Sao_Paulo",
-        )]));
+        ));
     }
     let (user, now, locale) = (p.user_id, st.clock.now(), patch.locale);
     let t = st

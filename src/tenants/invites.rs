@@ -97,10 +97,7 @@ pub async fn create_invite(
     }
     let email = normalize_email(&input.email);
     if !looks_like_email(&email) {
-        return Err(AppError::validation([(
-            "email",
-            "is not a valid e-mail address",
-        )]));
+        return Err(AppError::field("email", "is not a valid e-mail address"));
     }
     let (store, inviter, now, actor) = (
         scope.store_id,

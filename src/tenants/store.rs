@@ -83,7 +83,8 @@ pub fn get_tenant(
             OR EXISTS (SELECT 1 FROM stores s JOIN store_members sm ON sm.store_id = s.id
                        WHERE s.tenant_id = t.id AND sm.user_id = ?2))"
     );
-    Ok(c.query_row(&sql, params![id, user], tenant_row)
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![id, user], tenant_row)
         .optional()?)
 }
 
@@ -166,7 +167,9 @@ pub fn create_store(
 /// A store by id. Callers reach it only through `StoreScope`, which checked access.
 pub fn get_store(c: &Connection, id: StoreId) -> Result<Option<StoreOut>, AppError> {
     let sql = format!("SELECT {STORE_COLUMNS} FROM stores s WHERE s.id = ?1");
-    Ok(c.query_row(&sql, [id], store_row).optional()?)
+    Ok(c.prepare_cached(&sql)?
+        .query_row([id], store_row)
+        .optional()?)
 }
 
 /// The stores the caller can see, newest first, keyset-paged on (created_at, id).

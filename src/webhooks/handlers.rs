@@ -50,10 +50,10 @@ fn check_secret(secret: &str) -> Result<(), AppError> {
     if ok {
         Ok(())
     } else {
-        Err(AppError::validation([(
+        Err(AppError::field(
             "secret",
             "must be 16 to 255 printable ASCII characters without spaces",
-        )]))
+        ))
     }
 }
 
@@ -74,16 +74,16 @@ fn check_events(events: &[String]) -> Result<Vec<String>, AppError> {
     let mut out: Vec<String> = Vec::new();
     for e in events {
         if !catalog::contains(e) {
-            return Err(AppError::validation([(
+            return Err(AppError::field(
                 "events",
                 format!("{e} is not an event name (see GET /v1/webhook-events/catalog)"),
-            )]));
+            ));
         }
         if e == "user.created" {
-            return Err(AppError::validation([(
+            return Err(AppError::field(
                 "events",
                 "user.created belongs to no store; the operator's platform webhook receives it",
-            )]));
+            ));
         }
         if !out.contains(e) {
             out.push(e.clone());
@@ -426,10 +426,10 @@ pub async fn recover(
     let since = match time::parse(&input.since) {
         Some(t) if t >= now - RECOVER_WINDOW && t <= now => t,
         _ => {
-            return Err(AppError::validation([(
+            return Err(AppError::field(
                 "since",
                 "must be an RFC 3339 time within the last 14 days",
-            )]));
+            ));
         }
     };
     let n = st
@@ -479,10 +479,7 @@ async fn do_subscribe(
 ) -> Result<Response, AppError> {
     find(st, scope, Permission::WebhooksWrite, id).await?;
     if events.is_empty() {
-        return Err(AppError::validation([(
-            "events",
-            "name at least one event",
-        )]));
+        return Err(AppError::field("events", "name at least one event"));
     }
     let events = check_events(events)?;
     let reveal = scope.permissions.contains(Permission::WebhooksEdit);

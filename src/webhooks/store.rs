@@ -73,7 +73,10 @@ pub fn insert(
 
 pub fn get(c: &Connection, store: StoreId, id: WebhookId) -> Result<Option<WebhookRow>, AppError> {
     let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE store_id = ?1 AND id = ?2");
-    let found = c.query_row(&sql, params![store, id], row).optional()?;
+    let found = c
+        .prepare_cached(&sql)?
+        .query_row(params![store, id], row)
+        .optional()?;
     found.map(|w| with_events(c, w)).transpose()
 }
 
@@ -144,11 +147,7 @@ pub fn update(
 }
 
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: WebhookId) -> Result<bool, AppError> {
-    Ok(crate::db::exec(
-        tx,
-        "DELETE FROM webhooks WHERE store_id = ?1 AND id = ?2",
-        params![store, id],
-    )? == 1)
+    crate::db::delete_in_store(tx, "webhooks", store, &id)
 }
 
 /// Adds subscriptions (already subscribed ones are kept as they are).
