@@ -23,6 +23,8 @@ pub struct AppState {
     /// Server key for `secrets::keyed_hash` (codes, idempotency fingerprints).
     pub hmac_key: Arc<[u8]>,
     pub limits: Arc<RateLimits>,
+    /// Bearer tokens resolved recently (see `http::auth::TokenCache`).
+    pub tokens: Arc<crate::http::auth::TokenCache>,
     pub hasher: Hasher,
     /// Seals the secrets that must be read back (webhook signing secrets).
     pub secret_box: crate::secrets::SecretBox,
@@ -43,6 +45,8 @@ impl AppState {
         let lock = lock_data_dir(&cfg.data_dir)?;
         let db = Db::open(&cfg.db_path())
             .with_context(|| format!("opening {}", cfg.db_path().display()))?;
+        // The `users` CLI writes to the same file while the server runs.
+        db.watch_other_processes(&cfg.db_path())?;
         let server_key = |name: &'static str| -> anyhow::Result<Vec<u8>> {
             db.read_blocking(|c| {
                 Ok(
@@ -66,6 +70,7 @@ impl AppState {
             cursor_key: CursorKey::new(key),
             hmac_key,
             limits: Arc::new(limits),
+            tokens: Arc::default(),
             hasher,
             secret_box,
             webhooks,

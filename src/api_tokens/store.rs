@@ -91,11 +91,11 @@ pub fn list(
     });
     let sql = format!(
         "SELECT {COLUMNS} FROM api_tokens WHERE store_id = ?1 AND (created_at, id) < (?2, ?3)
-         ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5"
+         ORDER BY created_at DESC, id DESC LIMIT {limit} OFFSET ?4"
     );
     let mut stmt = c.prepare_cached(&sql)?;
     let rows = stmt
-        .query_map(params![store, at, id, limit, offset], row)?
+        .query_map(params![store, at, id, offset], row)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }

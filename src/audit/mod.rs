@@ -145,14 +145,14 @@ fn list(
     let (at, id) = after.map_or(("9999".into(), String::new()), |(a, i)| {
         (a.clone(), i.clone())
     });
-    let mut stmt = c.prepare_cached(
+    let mut stmt = c.prepare_cached(&format!(
         "SELECT id, actor_user_id, token_name, action, resource_type, resource_id, trace_id,
                 created_at
          FROM audit_log WHERE store_id = ?1 AND (created_at, id) < (?2, ?3)
-         ORDER BY created_at DESC, id DESC LIMIT ?4 OFFSET ?5",
-    )?;
+         ORDER BY created_at DESC, id DESC LIMIT {limit} OFFSET ?4"
+    ))?;
     let rows = stmt
-        .query_map(params![store, at, id, limit, offset], row)?
+        .query_map(params![store, at, id, offset], row)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }

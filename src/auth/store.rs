@@ -407,25 +407,22 @@ pub fn list_sessions(
     let (at, id) = after.map_or(("9999".into(), String::new()), |(a, i)| {
         (a.clone(), i.clone())
     });
-    let mut stmt = c.prepare_cached(
+    let mut stmt = c.prepare_cached(&format!(
         "SELECT id, device_name, created_at, last_used_at FROM sessions s
          WHERE user_id = ?1 AND revoked_at IS NULL AND (last_used_at, id) < (?2, ?3)
            AND EXISTS (SELECT 1 FROM token_pairs p WHERE p.session_id = s.id
-                         AND p.retired_at IS NULL AND p.refresh_expires_at > ?6)
-         ORDER BY last_used_at DESC, id DESC LIMIT ?4 OFFSET ?5",
-    )?;
+                         AND p.retired_at IS NULL AND p.refresh_expires_at > ?5)
+         ORDER BY last_used_at DESC, id DESC LIMIT {limit} OFFSET ?4"
+    ))?;
     let rows = stmt
-        .query_map(
-            params![user, at, id, limit, offset, time::format(now)],
-            |r| {
-                Ok(SessionRow {
-                    id: r.get(0)?,
-                    device_name: r.get(1)?,
-                    created_at: r.get(2)?,
-                    last_used_at: r.get(3)?,
-                })
-            },
-        )?
+        .query_map(params![user, at, id, offset, time::format(now)], |r| {
+            Ok(SessionRow {
+                id: r.get(0)?,
+                device_name: r.get(1)?,
+                created_at: r.get(2)?,
+                last_used_at: r.get(3)?,
+            })
+        })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }

@@ -402,7 +402,7 @@ pub fn list_products(
     };
     let sql = format!(
         "SELECT {PRODUCT_COLUMNS} FROM products p WHERE {} {keyset}
-         ORDER BY p.{col} {dir}, p.id {dir} LIMIT ?7 OFFSET ?8",
+         ORDER BY p.{col} {dir}, p.id {dir} LIMIT {limit} OFFSET ?7",
         product_filter(q)
     );
     let (k, i) = after
@@ -418,7 +418,6 @@ pub fn list_products(
                 q.search.as_deref().map(crate::db::contains_pattern),
                 k,
                 i,
-                limit,
                 offset
             ],
             product_row,
@@ -559,10 +558,10 @@ pub fn list_categories(
     let (name, id) = after.cloned().unwrap_or_default();
     let sql = format!(
         "SELECT {CATEGORY_COLUMNS} FROM categories WHERE store_id = ?1 AND (name, id) > (?2, ?3)
-         ORDER BY name, id LIMIT ?4 OFFSET ?5"
+         ORDER BY name, id LIMIT {limit} OFFSET ?4"
     );
     c.prepare_cached(&sql)?
-        .query_map(params![store, name, id, limit, offset], category_row)?
+        .query_map(params![store, name, id, offset], category_row)?
         .collect::<Result<_, _>>()
         .map_err(Into::into)
 }

@@ -144,11 +144,11 @@ pub fn list(
         .unwrap_or_else(|| ("9999".into(), String::new()));
     let sql = format!(
         "SELECT {COLUMNS} FROM customers WHERE {FILTER} AND (created_at, id) < (?3, ?4)
-         ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6"
+         ORDER BY created_at DESC, id DESC LIMIT {limit} OFFSET ?5"
     );
     let pattern = search.map(crate::db::contains_pattern);
     c.prepare_cached(&sql)?
-        .query_map(params![store, pattern, at, id, limit, offset], row)?
+        .query_map(params![store, pattern, at, id, offset], row)?
         .collect::<Result<_, _>>()
         .map_err(Into::into)
 }

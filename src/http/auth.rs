@@ -1,8 +1,9 @@
 //! Authentication (spec 5): who is calling. The `authenticate` middleware resolves a bearer
 //! token once per request into a [`Principal`] (and the [`CredentialId`] that rate limits and
 //! idempotency keys are charged to); handlers ask for it with the `Principal` extractor
-//! (401 when absent) or `MaybePrincipal`. Nothing is cached: a revoked, expired or retired
-//! token is refused on its very next use.
+//! (401 when absent) or `MaybePrincipal`. A resolved token is remembered in [`TokenCache`]
+//! only until a credential table changes (`Db::credentials_epoch`) or the token expires, so
+//! a revoked, expired or retired token is still refused on its very next use.
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
@@ -11,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::PoisonError;
 
 use super::error::{AppError, ErrorCode};
 use super::rate_limit::CredentialId;
@@ -129,10 +131,66 @@ impl<S: Send + Sync> FromRequestParts<S> for MaybePrincipal {
     }
 }
 
+#[derive(Clone)]
 struct Resolved {
     principal: Principal,
     first_use: bool,
     last_used_at: Option<String>,
+    /// When the token stops working by itself; `None` for a store token without expiry.
+    expires_at: Option<String>,
+}
+
+/// Bearer tokens resolved recently, by the sha256 of their value. Resolving a token is a
+/// database round trip on its own blocking hop; a list request spent a fifth of its time
+/// there. An entry answers only while [`crate::db::Db::credentials_epoch`] is the one it
+/// was read at and the token has not expired; anything else goes back to the database.
+#[derive(Default)]
+pub struct TokenCache {
+    entries: std::sync::Mutex<std::collections::HashMap<Vec<u8>, Cached>>,
+}
+
+struct Cached {
+    epoch: u64,
+    resolved: Resolved,
+    expires_at: Option<DateTime<Utc>>,
+}
+
+/// Entries kept at most; past that the cache starts again empty (tokens in use come back
+/// with their next request).
+const TOKEN_CACHE_ENTRIES: usize = 10_000;
+
+impl TokenCache {
+    fn get(&self, hash: &[u8], epoch: u64, now: DateTime<Utc>) -> Option<Resolved> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let hit = entries.get(hash)?;
+        let live = hit.epoch == epoch && hit.expires_at.is_none_or(|at| now < at);
+        live.then(|| hit.resolved.clone())
+    }
+
+    /// Remembers `resolved`, read at `epoch`. A first use is not kept: it is written down
+    /// before the token counts as used (refresh retries depend on it).
+    fn put(&self, hash: Vec<u8>, epoch: u64, resolved: &Resolved) {
+        let expires_at = match resolved.expires_at.as_deref().map(time::parse) {
+            Some(None) => return, // unreadable: let the database decide every time
+            Some(Some(at)) => Some(at),
+            None => None,
+        };
+        if resolved.first_use {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= TOKEN_CACHE_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(
+            hash,
+            Cached {
+                epoch,
+                resolved: resolved.clone(),
+                expires_at,
+            },
+        );
+    }
 }
 
 /// Prefixes of store API token values, current and legacy. Clients must treat tokens as
@@ -166,7 +224,8 @@ fn resolve_store_token(
                          THEN 'owner'
                          ELSE (SELECT m.role FROM store_members m
                                WHERE m.store_id = t.store_id AND m.user_id = t.created_by)
-                    END AS role
+                    END AS role,
+                    t.expires_at
              FROM api_tokens t
              JOIN users u ON u.id = t.created_by
              JOIN stores s ON s.id = t.store_id
@@ -197,6 +256,7 @@ fn resolve_store_token(
             },
             first_use: false,
             last_used_at: r.get(5)?,
+            expires_at: r.get(13)?,
         })
     })
     .optional()?)
@@ -221,7 +281,7 @@ fn resolve_session(
     Ok(c.prepare_cached(
         "SELECT s.user_id, s.id, p.id, p.access_used_at IS NULL, s.last_used_at,
                 u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
-                u.created_at
+                u.created_at, p.access_expires_at
          FROM token_pairs p
          JOIN sessions s ON s.id = p.session_id
          JOIN users u ON u.id = s.user_id
@@ -246,6 +306,7 @@ fn resolve_session(
             },
             first_use: r.get(3)?,
             last_used_at: r.get(4)?,
+            expires_at: r.get(10)?,
         })
     })
     .optional()?)
@@ -257,16 +318,28 @@ pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Ne
     if let Some(token) = bearer(&req) {
         let (hash, now) = (secrets::hash(token), st.clock.now());
         let store_token = STORE_TOKEN_PREFIXES.iter().any(|p| token.starts_with(p));
-        let found = st
-            .db
-            .read(move |c| {
-                if store_token {
-                    resolve_store_token(c, &hash, now)
-                } else {
-                    resolve_session(c, &hash, now)
+        // Read before the database: a change committed after this moves it on.
+        let epoch = st.db.credentials_epoch();
+        let found = match st.tokens.get(&hash, epoch, now) {
+            Some(hit) => Ok(Some(hit)),
+            None => {
+                let key = hash.clone();
+                let found = st
+                    .db
+                    .read(move |c| {
+                        if store_token {
+                            resolve_store_token(c, &hash, now)
+                        } else {
+                            resolve_session(c, &hash, now)
+                        }
+                    })
+                    .await;
+                if let Ok(Some(found)) = &found {
+                    st.tokens.put(key, epoch, found);
                 }
-            })
-            .await;
+                found
+            }
+        };
         match found {
             Ok(Some(found)) => {
                 note_use(&st, &found, now).await;

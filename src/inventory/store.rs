@@ -139,11 +139,11 @@ pub fn list(
     let (sku, id) = after.cloned().unwrap_or_default();
     let sql = format!(
         "SELECT {COLUMNS} FROM variants WHERE {} AND (sku, id) > (?4, ?5)
-         ORDER BY sku, id LIMIT ?6 OFFSET ?7",
+         ORDER BY sku, id LIMIT {limit} OFFSET ?6",
         filter(product, low)
     );
     c.prepare_cached(&sql)?
-        .query_map(params![store, product, low, sku, id, limit, offset], row)?
+        .query_map(params![store, product, low, sku, id, offset], row)?
         .collect::<Result<_, _>>()
         .map_err(Into::into)
 }

@@ -80,12 +80,12 @@ pub fn claim_lane(
     limit: usize,
 ) -> Result<Vec<Claimed>, AppError> {
     let ids: Vec<JobId> = tx
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT id FROM jobs WHERE queue = ?1 AND lane = ?2 AND state = 'queued' AND run_at <= ?3
-             ORDER BY run_at LIMIT ?4",
-        )?
+             ORDER BY run_at LIMIT {limit}"
+        ))?
         .query_map(
-            params![queue, lane, time::format(now), limit as i64],
+            params![queue, lane, time::format(now)],
             |r| r.get(0),
         )?
         .collect::<Result<_, _>>()?;
@@ -102,13 +102,11 @@ pub fn claim_expired(
     limit: usize,
 ) -> Result<(Vec<Claimed>, Vec<Claimed>), AppError> {
     let ids: Vec<JobId> = tx
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT id FROM jobs WHERE queue = ?1 AND state = 'running' AND lease_until <= ?2
-             ORDER BY lease_until LIMIT ?3",
-        )?
-        .query_map(params![queue, time::format(now), limit as i64], |r| {
-            r.get(0)
-        })?
+             ORDER BY lease_until LIMIT {limit}"
+        ))?
+        .query_map(params![queue, time::format(now)], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     take_all(tx, ids, now, lease)
 }

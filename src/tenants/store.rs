@@ -105,11 +105,11 @@ pub fn list_tenants(
              SELECT tenant_id FROM tenant_members WHERE user_id = ?1
              UNION SELECT s.tenant_id FROM stores s JOIN store_members sm ON sm.store_id = s.id
                    WHERE sm.user_id = ?1)
-         ORDER BY t.created_at DESC, t.id DESC LIMIT ?4 OFFSET ?5"
+         ORDER BY t.created_at DESC, t.id DESC LIMIT {limit} OFFSET ?4"
     );
     let mut stmt = c.prepare_cached(&sql)?;
     let rows = stmt
-        .query_map(params![user, at, id, limit, offset], tenant_row)?
+        .query_map(params![user, at, id, offset], tenant_row)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
@@ -189,11 +189,11 @@ pub fn list_stores(
              EXISTS (SELECT 1 FROM store_members sm WHERE sm.store_id = s.id AND sm.user_id = ?1)
              OR EXISTS (SELECT 1 FROM tenant_members tm WHERE tm.tenant_id = s.tenant_id
                           AND tm.user_id = ?1 AND tm.role = 'owner'))
-         ORDER BY s.created_at DESC, s.id DESC LIMIT ?4 OFFSET ?5"
+         ORDER BY s.created_at DESC, s.id DESC LIMIT {limit} OFFSET ?4"
     );
     let mut stmt = c.prepare_cached(&sql)?;
     let rows = stmt
-        .query_map(params![user, at, id, limit, offset], store_row)?
+        .query_map(params![user, at, id, offset], store_row)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
@@ -254,14 +254,14 @@ pub fn list_members(
     let (at, id) = after.map_or(("9999".into(), String::new()), |(a, i)| {
         (a.clone(), i.clone())
     });
-    let mut stmt = c.prepare_cached(
+    let mut stmt = c.prepare_cached(&format!(
         "SELECT m.user_id, u.email, m.role, m.created_at FROM store_members m
          JOIN users u ON u.id = m.user_id
          WHERE m.store_id = ?1 AND (m.created_at, m.user_id) < (?2, ?3)
-         ORDER BY m.created_at DESC, m.user_id DESC LIMIT ?4 OFFSET ?5",
-    )?;
+         ORDER BY m.created_at DESC, m.user_id DESC LIMIT {limit} OFFSET ?4"
+    ))?;
     let rows = stmt
-        .query_map(params![store, at, id, limit, offset], |r| {
+        .query_map(params![store, at, id, offset], |r| {
             Ok(MemberRow {
                 user_id: r.get(0)?,
                 email: r.get(1)?,

@@ -107,11 +107,11 @@ pub fn list(
          WHERE store_id = ?1 AND (created_at, id) < (?2, ?3)
            AND (?4 IS NULL OR EXISTS (SELECT 1 FROM webhook_subscriptions s
                                       WHERE s.webhook_id = w.id AND s.event = ?4))
-         ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6"
+         ORDER BY created_at DESC, id DESC LIMIT {limit} OFFSET ?5"
     );
     let rows: Vec<WebhookRow> = c
         .prepare_cached(&sql)?
-        .query_map(params![store, at, id, event, limit, offset], row)?
+        .query_map(params![store, at, id, event, offset], row)?
         .collect::<Result<_, _>>()?;
     rows.into_iter().map(|w| with_events(c, w)).collect()
 }
@@ -192,11 +192,11 @@ pub fn subscriptions(
     offset: i64,
 ) -> Result<Vec<SubscriptionOut>, AppError> {
     let from = after.map_or("", |(e, _)| e.as_str());
-    c.prepare_cached(
+    c.prepare_cached(&format!(
         "SELECT webhook_id, event, created_at FROM webhook_subscriptions
-         WHERE webhook_id = ?1 AND event > ?2 ORDER BY event LIMIT ?3 OFFSET ?4",
-    )?
-    .query_map(params![id, from, limit, offset], |r| {
+         WHERE webhook_id = ?1 AND event > ?2 ORDER BY event LIMIT {limit} OFFSET ?3"
+    ))?
+    .query_map(params![id, from, offset], |r| {
         let event: String = r.get(1)?;
         Ok(SubscriptionOut {
             webhook_id: r.get(0)?,
@@ -251,10 +251,10 @@ pub fn attempts(
     let sql = format!(
         "SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts a
          WHERE a.webhook_id = ?1 AND (a.created_at, a.id) < (?2, ?3)
-         ORDER BY a.created_at DESC, a.id DESC LIMIT ?4 OFFSET ?5"
+         ORDER BY a.created_at DESC, a.id DESC LIMIT {limit} OFFSET ?4"
     );
     c.prepare_cached(&sql)?
-        .query_map(params![id, at, aid, limit, offset], attempt_row)?
+        .query_map(params![id, at, aid, offset], attempt_row)?
         .collect::<Result<_, _>>()
         .map_err(Into::into)
 }

@@ -563,6 +563,12 @@ async fn deactivation_from_the_cli_ends_sessions_at_once() {
             .output()
             .unwrap()
     };
+    // Used first, so the server has the token resolved and remembered; the CLI is another
+    // process, whose commit the server learns of only by watching the file
+    // (twice: a first use is written down before it counts, and is not remembered).
+    for _ in 0..2 {
+        app.get_as("/v1/me", token(&s)).await.expect(200);
+    }
     let out = run("deactivate");
     assert!(
         out.status.success(),
