@@ -250,8 +250,15 @@ impl<T> Page<T> {
 
 /// A row we already rendered as JSON ourselves (an order's stored body). A page of them is
 /// written out by joining the rows, without parsing each one again to prove it is JSON.
+/// The rows of a page are slices of one buffer filled by the query.
 #[derive(Debug, Clone)]
-pub struct RenderedJson(pub String);
+pub struct RenderedJson(pub axum::body::Bytes);
+
+impl From<String> for RenderedJson {
+    fn from(s: String) -> Self {
+        Self(s.into())
+    }
+}
 
 impl axum::response::IntoResponse for RenderedJson {
     fn into_response(self) -> axum::response::Response {
@@ -259,9 +266,9 @@ impl axum::response::IntoResponse for RenderedJson {
     }
 }
 
-fn json_response(body: String) -> axum::response::Response {
+fn json_response(body: impl Into<axum::body::Body>) -> axum::response::Response {
     use axum::http::{HeaderValue, header};
-    let mut res = axum::response::IntoResponse::into_response(body);
+    let mut res = axum::response::Response::new(body.into());
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -272,26 +279,28 @@ fn json_response(body: String) -> axum::response::Response {
 impl axum::response::IntoResponse for Page<RenderedJson> {
     fn into_response(self) -> axum::response::Response {
         let rows: usize = self.data.iter().map(|r| r.0.len() + 1).sum();
-        let mut out = String::with_capacity(rows + 128);
-        out.push_str(r#"{"data":["#);
+        let mut out = Vec::with_capacity(rows + 128);
+        out.extend_from_slice(br#"{"data":["#);
         for (i, row) in self.data.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            out.push_str(&row.0);
+            out.extend_from_slice(&row.0);
         }
-        out.push_str(r#"],"has_more":"#);
-        out.push_str(if self.has_more { "true" } else { "false" });
-        out.push_str(r#","next_cursor":"#);
+        out.extend_from_slice(br#"],"has_more":"#);
+        out.extend_from_slice(if self.has_more { b"true" } else { b"false" });
+        out.extend_from_slice(br#","next_cursor":"#);
         match &self.next_cursor {
             // Cursors are base64url and '.': nothing to escape, but quote them properly.
-            Some(c) => out.push_str(&serde_json::Value::from(c.as_str()).to_string()),
-            None => out.push_str("null"),
+            Some(c) => {
+                out.extend_from_slice(serde_json::Value::from(c.as_str()).to_string().as_bytes());
+            }
+            None => out.extend_from_slice(b"null"),
         }
         if let Some(total) = self.total {
-            out.push_str(&format!(r#","total":{total}"#));
+            out.extend_from_slice(format!(r#","total":{total}"#).as_bytes());
         }
-        out.push('}');
+        out.push(b'}');
         json_response(out)
     }
 }
@@ -361,7 +370,7 @@ mod tests {
             }
             let rendered = page(
                 rows.iter()
-                    .map(|r| RenderedJson(r.to_string()))
+                    .map(|r| RenderedJson::from(r.to_string()))
                     .collect::<Vec<_>>(),
                 next_cursor.clone(),
                 total,

@@ -42,7 +42,9 @@ pub fn get_rendered(
 ) -> Result<Option<RenderedJson>, AppError> {
     Ok(
         c.prepare_cached("SELECT rendered FROM reviews WHERE store_id = ?1 AND id = ?2")?
-            .query_row(params![store, id], |r| r.get(0).map(RenderedJson))
+            .query_row(params![store, id], |r| {
+                r.get::<_, String>(0).map(RenderedJson::from)
+            })
             .optional()?,
     )
 }
