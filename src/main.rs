@@ -124,9 +124,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if !found {
                 bail!("no account with the e-mail {email}");
             }
-            // A running server notices another process's commit within one poll; waiting ten
-            // means that once this returns, no request is served from what it remembered.
-            std::thread::sleep(db::OTHER_PROCESS_POLL * 10);
+            if disable {
+                // A running server notices another process's commit within one poll; waiting
+                // ten means that once this returns, no request is served from what it
+                // remembered. (Activation ends nothing, so it need not wait.)
+                std::thread::sleep(db::OTHER_PROCESS_POLL * 10);
+            }
             let what = if disable {
                 "deactivated; every session was ended"
             } else {

@@ -170,14 +170,16 @@ impl TokenCache {
     /// Remembers `resolved`, read at `epoch`. A first use is not kept: it is written down
     /// before the token counts as used (refresh retries depend on it).
     fn put(&self, hash: Vec<u8>, epoch: u64, resolved: &Resolved) {
-        let expires_at = match resolved.expires_at.as_deref().map(time::parse) {
-            Some(None) => return, // unreadable: let the database decide every time
-            Some(Some(at)) => Some(at),
-            None => None,
-        };
         if resolved.first_use {
             return;
         }
+        let expires_at = match &resolved.expires_at {
+            None => None,
+            Some(at) => match time::parse(at) {
+                Some(at) => Some(at),
+                None => return, // unreadable: let the database decide every time
+            },
+        };
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= TOKEN_CACHE_ENTRIES {
             entries.clear();
