@@ -84,7 +84,9 @@ fn start_server(data_dir: &std::path::Path) -> (Server, String) {
         .local_addr()
         .unwrap()
         .port();
-    let child = Command::new(BIN)
+    // Another build can be measured against this one (A/B) without rebuilding the harness.
+    let bin = std::env::var("MERCHANT_ADMIN_BENCH_SERVER").unwrap_or_else(|_| BIN.to_owned());
+    let child = Command::new(bin)
         .args([
             "serve",
             "--addr",

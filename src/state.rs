@@ -14,8 +14,19 @@ use crate::db::backup::{DataDirLock, lock_data_dir};
 use crate::http::page::CursorKey;
 use crate::http::rate_limit::RateLimits;
 
+/// Cloned by every layer of every request, so one reference count rather than one per field.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub struct Shared {
     pub db: Db,
     pub cfg: Arc<Config>,
     pub clock: SharedClock,
@@ -63,7 +74,7 @@ impl AppState {
         let hasher = Hasher::new(cfg.hash_workers);
         let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
         let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
-        Ok(Self {
+        Ok(Self(Arc::new(Shared {
             db,
             cfg: Arc::new(cfg),
             clock,
@@ -76,6 +87,6 @@ impl AppState {
             webhooks,
             openapi_json: Arc::new(OnceLock::new()),
             _lock: Arc::new(lock),
-        })
+        })))
     }
 }

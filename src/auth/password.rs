@@ -1,6 +1,6 @@
 //! Password hashing: argon2id with OWASP's parameters (m = 19456 KiB, t = 2, p = 1), stored
-//! as PHC strings. Hashing is CPU-heavy: callers on the async runtime go through
-//! `db::run_blocking`, never call these directly.
+//! as PHC strings. Hashing is CPU-heavy: callers on the async runtime go through [`Hasher`],
+//! which runs it on its own threads; never call these directly.
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -54,7 +54,7 @@ mod tests {
 /// starving other requests. Callers wait asynchronously, holding no thread.
 #[derive(Clone)]
 pub struct Hasher {
-    pool: std::sync::Arc<rayon::ThreadPool>,
+    pool: crate::threads::Threads,
     /// A hash of a random password, verified against for unknown e-mails so they take as
     /// long as a wrong password.
     dummy: std::sync::Arc<std::sync::OnceLock<String>>,
@@ -77,27 +77,14 @@ fn lower_priority() {
 
 impl Hasher {
     pub fn new(workers: usize) -> Self {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(workers.max(1))
-            .thread_name(|i| format!("argon2-{i}"))
-            .start_handler(|_| lower_priority())
-            .build()
-            .expect("the hashing threads start");
         Self {
-            pool: std::sync::Arc::new(pool),
+            pool: crate::threads::Threads::new("argon2", workers, lower_priority),
             dummy: std::sync::Arc::default(),
         }
     }
 
     async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.pool.spawn(move || {
-            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
-        });
-        match rx.await.expect("the hashing pool answers every job") {
-            Ok(v) => v,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        self.pool.run(f).await
     }
 
     pub async fn hash(&self, password: String) -> anyhow::Result<String> {

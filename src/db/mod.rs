@@ -4,7 +4,8 @@
 //! - One writer connection behind a mutex; every write is a `BEGIN IMMEDIATE` transaction that
 //!   commits on `Ok` and rolls back on `Err` (or on a panic, when the transaction is dropped).
 //! - Reads use a pool of `query_only` connections, so readers never wait for the writer.
-//! - No SQLite call runs on an async worker thread: `read`/`write` hop to the blocking pool.
+//! - No SQLite call runs on an async worker thread: `read` and `write` hop to the database's
+//!   own threads (one per reader connection, one for the writer).
 //! - Every connection gets the same pragmas as it opens.
 //! - Queries write their `LIMIT` into the SQL text (the value is ours, an integer): SQLite
 //!   plans around a bound `LIMIT ?` and so re-prepares the statement each time it is bound,
@@ -20,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::hooks::Action;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 
 use crate::http::error::AppError;
 
@@ -45,8 +46,9 @@ pub const CREDENTIAL_TABLES: [&str; 8] = [
     "tenants",
 ];
 
-/// How often [`Db::watch_other_processes`] looks for other processes' commits.
-pub const OTHER_PROCESS_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+/// How often [`Db::watch_other_processes`] looks for other processes' commits. Each look
+/// costs about a tenth of a millisecond of CPU: every 10 ms was 1% of a core while idle.
+pub const OTHER_PROCESS_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub fn db_path(data_dir: &Path) -> PathBuf {
     data_dir.join(DB_FILE)
@@ -83,13 +85,13 @@ pub struct Db {
     /// [`Db::credentials_epoch`] once the transaction commits.
     credentials_touched: Arc<AtomicBool>,
     credentials_epoch: Arc<AtomicU64>,
-    /// One permit per reader connection: reads queue here, on the async side, rather than
-    /// as blocking threads parked on the pool (which costs a thread and context switches
-    /// per waiting request under load).
-    read_permits: Arc<Semaphore>,
-    /// The writer's turn, taken before hopping to a blocking thread: writers queue as tasks
-    /// instead of as threads parked on the writer's mutex (a context switch per hand-over).
-    write_turn: Arc<Semaphore>,
+    /// One thread per reader connection. Reads queue in it rather than as blocking threads
+    /// parked on the connection pool, and a thread that finds more reads queued runs them
+    /// without going to sleep: tokio's blocking pool cost two context switches per read.
+    read_threads: crate::threads::Threads,
+    /// The writer's thread: writes queue in it, and run one after another without a
+    /// context switch between them (blocking code elsewhere takes the mutex directly).
+    write_thread: crate::threads::Threads,
 }
 
 impl Db {
@@ -130,8 +132,8 @@ impl Db {
         Ok(Self {
             writer: Arc::new(Mutex::new(writer)),
             readers,
-            read_permits: Arc::new(Semaphore::new(READERS as usize)),
-            write_turn: Arc::new(Semaphore::new(1)),
+            read_threads: crate::threads::Threads::new("db-read", READERS as usize, || {}),
+            write_thread: crate::threads::Threads::new("db-write", 1, || {}),
             job_inserted,
             jobs_ready: Arc::new(Notify::new()),
             credentials_touched,
@@ -186,13 +188,8 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, AppError> + Send + 'static,
     {
-        let permit = self.read_permits.clone().acquire_owned().await;
-        let db = self.clone();
-        run_blocking(move || {
-            let _permit = permit;
-            db.read_blocking(f)
-        })
-        .await
+        let readers = self.readers.clone();
+        self.read_threads.run(move || f(&*readers.get()?)).await
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer, off the async runtime.
@@ -201,13 +198,8 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>) -> Result<T, AppError> + Send + 'static,
     {
-        let turn = self.write_turn.clone().acquire_owned().await;
         let db = self.clone();
-        run_blocking(move || {
-            let _turn = turn;
-            db.write_blocking(f)
-        })
-        .await
+        self.write_thread.run(move || db.write_blocking(f)).await
     }
 
     /// The synchronous form of [`Db::read`], for code already on a blocking thread.
@@ -277,42 +269,33 @@ pub fn where_clause(base: &str, filters: &[(bool, &str, &str)]) -> String {
 }
 
 /// A newest-first page of a table that stores its rows' API JSON in `rendered` (orders,
-/// reviews): `(created_at, id, rendered)` rows of `table` matching `filter` (its `?1` to
-/// `?3` bound to `filters`), after the keyset position `after`.
+/// reviews): the rows of `table` matching `filter` (its `?1` to `?3` bound to `filters`),
+/// after the keyset position `after`, appended to `page`.
 pub fn rendered_newest_first(
     c: &Connection,
     table: &str,
     filter: &str,
     filters: [&dyn rusqlite::ToSql; 3],
     after: Option<&crate::http::page::Position>,
-    limit: i64,
+    page: &mut crate::http::page::RenderedRows,
     offset: i64,
-) -> Result<Vec<(crate::http::page::Position, crate::http::page::RenderedJson)>, AppError> {
+) -> Result<(), AppError> {
     let (at, id) = after
         .cloned()
         .unwrap_or_else(|| ("9999".into(), String::new()));
     let sql = format!(
         "SELECT created_at, id, rendered FROM {table} WHERE {filter} AND (created_at, id) < (?4, ?5)
-         ORDER BY created_at DESC, id DESC LIMIT {limit} OFFSET ?6"
+         ORDER BY created_at DESC, id DESC LIMIT {} OFFSET ?6",
+        page.fetch()
     );
     let [f1, f2, f3] = filters;
-    // The rows' JSON goes into one buffer, each row then a slice of it: a page used to cost
-    // an allocation per row, made on this thread and freed on another.
-    let fetch = usize::try_from(limit).unwrap_or(0);
-    let mut json = Vec::with_capacity(fetch * 1024); // an order is most of a KiB
-    let mut rows = Vec::with_capacity(fetch);
     let mut stmt = c.prepare_cached(&sql)?;
     let mut found = stmt.query(rusqlite::params![f1, f2, f3, at, id, offset])?;
     while let Some(r) = found.next()? {
-        let start = json.len();
-        json.extend_from_slice(r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?);
-        rows.push(((r.get(0)?, r.get(1)?), start..json.len()));
+        let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
+        page.push(json, || Ok::<_, rusqlite::Error>((r.get(0)?, r.get(1)?)))?;
     }
-    let json = axum::body::Bytes::from(json);
-    Ok(rows
-        .into_iter()
-        .map(|(position, at)| (position, crate::http::page::RenderedJson(json.slice(at))))
-        .collect())
+    Ok(())
 }
 
 /// A `LIKE ... ESCAPE '\'` pattern matching text that contains `s`, with `%` and `_` in

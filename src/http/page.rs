@@ -3,7 +3,8 @@
 //! Lists are keyset-paged: the cursor is the position of the last row shown, serialized and
 //! signed with a server key together with the list's scope (e.g. `orders:<store_id>`), so a
 //! tampered cursor, or one taken from another list or store, is 400 `invalid_cursor`.
-//! Store functions fetch `limit + 1` rows; [`Page::from_rows`] derives `has_more`.
+//! Store functions fetch `limit + 1` rows; [`Page::from_rows`] (or [`RenderedRows`], for
+//! rows stored rendered) derives `has_more`.
 
 use std::sync::Arc;
 
@@ -248,9 +249,7 @@ impl<T> Page<T> {
     }
 }
 
-/// A row we already rendered as JSON ourselves (an order's stored body). A page of them is
-/// written out by joining the rows, without parsing each one again to prove it is JSON.
-/// The rows of a page are slices of one buffer filled by the query.
+/// A row we already rendered as JSON ourselves (an order's stored body), answered as is.
 #[derive(Debug, Clone)]
 pub struct RenderedJson(pub axum::body::Bytes);
 
@@ -276,32 +275,101 @@ fn json_response(body: impl Into<axum::body::Body>) -> axum::response::Response 
     res
 }
 
-impl axum::response::IntoResponse for Page<RenderedJson> {
-    fn into_response(self) -> axum::response::Response {
-        let rows: usize = self.data.iter().map(|r| r.0.len() + 1).sum();
-        let mut out = Vec::with_capacity(rows + 128);
-        out.extend_from_slice(br#"{"data":["#);
-        for (i, row) in self.data.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(&row.0);
+/// The rows of a page the database holds already rendered (orders, reviews), written by the
+/// query straight into the response body: `{"data":[` then the rows, comma-separated. A page
+/// costs one buffer and one copy of each row; [`RenderedPage`] closes the envelope. Rows are
+/// JSON we wrote ourselves, so they are not parsed again to prove it.
+#[derive(Debug)]
+pub struct RenderedRows {
+    body: Vec<u8>,
+    /// Where the body ends after each row, to drop the extra row fetched for `has_more`.
+    ends: Vec<usize>,
+    limit: usize,
+    /// The position of the page's last row: the only one a `next_cursor` can name.
+    last: Option<Position>,
+}
+
+impl RenderedRows {
+    fn new(limit: usize) -> Self {
+        // An order is most of a KiB; the rest is room for the envelope's tail.
+        let mut body = Vec::with_capacity((limit + 1) * 1024 + 256);
+        body.extend_from_slice(br#"{"data":["#);
+        Self {
+            body,
+            ends: Vec::with_capacity(limit + 1),
+            limit,
+            last: None,
         }
-        out.extend_from_slice(br#"],"has_more":"#);
-        out.extend_from_slice(if self.has_more { b"true" } else { b"false" });
-        out.extend_from_slice(br#","next_cursor":"#);
+    }
+
+    /// The rows to fetch: one more than the page, to learn whether another page follows.
+    pub fn fetch(&self) -> usize {
+        self.limit + 1
+    }
+
+    /// Appends a row in list order. `position` is asked only of the page's last row, so the
+    /// others cost no keyset values.
+    pub fn push<E>(
+        &mut self,
+        json: &[u8],
+        position: impl FnOnce() -> Result<Position, E>,
+    ) -> Result<(), E> {
+        if self.ends.len() + 1 == self.limit {
+            self.last = Some(position()?);
+        }
+        if !self.ends.is_empty() {
+            self.body.push(b',');
+        }
+        self.body.extend_from_slice(json);
+        self.ends.push(self.body.len());
+        Ok(())
+    }
+
+    fn has_more(&self) -> bool {
+        self.ends.len() > self.limit
+    }
+}
+
+/// A [`Page`] of [`RenderedRows`]: the same envelope, written without a serializer.
+#[derive(Debug)]
+pub struct RenderedPage {
+    rows: RenderedRows,
+    next_cursor: Option<String>,
+    total: Option<i64>,
+}
+
+impl axum::response::IntoResponse for RenderedPage {
+    fn into_response(self) -> axum::response::Response {
+        let has_more = self.rows.has_more();
+        let RenderedRows {
+            mut body,
+            ends,
+            limit,
+            ..
+        } = self.rows;
+        if has_more {
+            body.truncate(ends[limit - 1]);
+        }
+        body.extend_from_slice(br#"],"has_more":"#);
+        body.extend_from_slice(if has_more { b"true" } else { b"false" });
+        body.extend_from_slice(br#","next_cursor":"#);
         match &self.next_cursor {
             // Cursors are base64url and '.': nothing to escape, but quote them properly.
             Some(c) => {
-                out.extend_from_slice(serde_json::Value::from(c.as_str()).to_string().as_bytes());
+                body.extend_from_slice(serde_json::Value::from(c.as_str()).to_string().as_bytes());
             }
-            None => out.extend_from_slice(b"null"),
+            None => body.extend_from_slice(b"null"),
         }
         if let Some(total) = self.total {
-            out.extend_from_slice(format!(r#","total":{total}"#).as_bytes());
+            body.extend_from_slice(format!(r#","total":{total}"#).as_bytes());
         }
-        out.push(b'}');
-        json_response(out)
+        body.push(b'}');
+        // The buffer was sized for rows of a KiB; a page of short rows gives the rest back
+        // rather than holding it while the body is sent.
+        if body.capacity() > 2 * body.len() {
+            body.shrink_to_fit();
+        }
+        json_response(body)
     }
 }
 
@@ -342,6 +410,45 @@ impl PageParams {
             .await?;
         Ok(Page::from_rows(found, self, scope, position, map).with_total(count))
     }
+
+    /// [`PageParams::list`] for rows stored rendered: `rows(conn, after, page, offset)`
+    /// appends the page (plus one) to `page`; the rest is the same.
+    pub async fn list_rendered(
+        &self,
+        db: &crate::db::Db,
+        scope: &str,
+        rows: impl FnOnce(
+            &rusqlite::Connection,
+            Option<&Position>,
+            &mut RenderedRows,
+            i64,
+        ) -> Result<(), AppError>
+        + Send
+        + 'static,
+        total: impl FnOnce(&rusqlite::Connection) -> Result<i64, AppError> + Send + 'static,
+    ) -> Result<RenderedPage, AppError> {
+        let after: Option<Position> = self.position(scope)?;
+        let (limit, offset, include_total) =
+            (self.limit as usize, self.offset(), self.include_total);
+        let (found, total) = db
+            .read(move |c| {
+                let mut found = RenderedRows::new(limit);
+                rows(c, after.as_ref(), &mut found, offset)?;
+                let count = include_total.then(|| total(c)).transpose()?;
+                Ok((found, count))
+            })
+            .await?;
+        let next_cursor = if found.has_more() {
+            found.last.as_ref().map(|p| self.key.encode(scope, p))
+        } else {
+            None
+        };
+        Ok(RenderedPage {
+            rows: found,
+            next_cursor,
+            total,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -355,26 +462,41 @@ mod tests {
     #[tokio::test]
     async fn a_page_of_rendered_rows_is_the_same_json_as_a_serialized_page() {
         use axum::response::IntoResponse;
-        let rows = vec![
+        let rows = [
             serde_json::json!({"id": "a", "n": 1, "s": "é\"q"}),
             serde_json::json!({"id": "b", "nested": {"x": [1, 2]}}),
+            serde_json::json!({"id": "c"}),
         ];
-        for (next_cursor, total) in [(Some("abc.DEF-_".to_owned()), Some(7)), (None, None)] {
-            fn page<T>(data: Vec<T>, next_cursor: Option<String>, total: Option<i64>) -> Page<T> {
-                Page {
-                    data,
-                    has_more: next_cursor.is_some(),
-                    next_cursor,
-                    total,
-                }
+        // (limit, rows fetched): 2 of 3 (one more follows), 1 of 2, all 3 on a last page,
+        // and an empty list.
+        for (limit, fetched, next_cursor, total) in [
+            (2, 3, Some("abc.DEF-_".to_owned()), Some(7)),
+            (1, 2, Some("x.y".to_owned()), None),
+            (3, 3, None, None),
+            (2, 0, None, Some(0)),
+        ] {
+            let mut found = RenderedRows::new(limit);
+            let mut asked = Vec::new();
+            for (i, r) in rows.iter().enumerate().take(fetched) {
+                found
+                    .push(r.to_string().as_bytes(), || {
+                        asked.push(i);
+                        Ok::<_, ()>((format!("t{i}"), format!("id{i}")))
+                    })
+                    .unwrap();
             }
-            let rendered = page(
-                rows.iter()
-                    .map(|r| RenderedJson::from(r.to_string()))
-                    .collect::<Vec<_>>(),
-                next_cursor.clone(),
+            let last = (fetched >= limit).then_some(limit - 1);
+            assert_eq!(
+                asked,
+                Vec::from_iter(last),
+                "only the page's last row is asked its position"
+            );
+            assert_eq!(found.has_more(), next_cursor.is_some());
+            let rendered = RenderedPage {
+                rows: found,
+                next_cursor: next_cursor.clone(),
                 total,
-            )
+            }
             .into_response();
             assert_eq!(
                 rendered.headers()["content-type"],
@@ -385,7 +507,13 @@ mod tests {
                 .await
                 .unwrap();
             let got: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-            let want = serde_json::to_value(page(rows.clone(), next_cursor, total)).unwrap();
+            let want = serde_json::to_value(Page {
+                data: rows[..limit.min(fetched)].to_vec(),
+                has_more: next_cursor.is_some(),
+                next_cursor,
+                total,
+            })
+            .unwrap();
             assert_eq!(got, want);
         }
     }

@@ -13,7 +13,7 @@ use crate::http::auth::StoreScope;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency;
-use crate::http::page::{Page, PageQuery, Paged, RenderedJson};
+use crate::http::page::{Page, PageQuery, Paged, RenderedJson, RenderedPage};
 use crate::http::permissions::Permission;
 use crate::ids::{OrderId, RefundId, StoreId};
 use crate::inventory::handlers::insufficient;
@@ -226,7 +226,7 @@ pub async fn list_orders(
     State(st): State<AppState>,
     scope: StoreScope,
     Paged(page, f): Paged<OrderFilter>,
-) -> Result<Page<RenderedJson>, AppError> {
+) -> Result<RenderedPage, AppError> {
     scope.require(Permission::OrdersRead)?;
     let store = scope.store_id;
     let (status, customer) = (f.status, f.customer_id);
@@ -236,15 +236,13 @@ pub async fn list_orders(
         customer.map(|c| c.to_string()).unwrap_or_default()
     );
     let page = page
-        .list(
+        .list_rendered(
             &st.db,
             &key,
-            move |c, after, limit, offset| {
-                store::list(c, store, status, customer, after, limit, offset)
+            move |c, after, page, offset| {
+                store::list(c, store, status, customer, after, page, offset)
             },
             move |c| store::count(c, store, status, customer),
-            |(p, _)| p.clone(),
-            |(_, body)| body,
         )
         .await?;
     Ok(page)

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{OrderItem, OrderOut, OrderStatus, PaymentOut, RefundOut};
 use crate::http::error::AppError;
-use crate::http::page::{Position, RenderedJson};
+use crate::http::page::{Position, RenderedJson, RenderedRows};
 use crate::ids::{CustomerId, OrderId, PaymentId, RefundId, StoreId};
 use crate::time;
 
@@ -173,23 +173,23 @@ fn filter(status: Option<OrderStatus>, customer: Option<CustomerId>) -> String {
     )
 }
 
-/// A page of the store's orders, newest first: (created_at, id, rendered) rows.
+/// A page of the store's orders, newest first, appended to `page`.
 pub fn list(
     c: &Connection,
     store: StoreId,
     status: Option<OrderStatus>,
     customer: Option<CustomerId>,
     after: Option<&Position>,
-    limit: i64,
+    page: &mut RenderedRows,
     offset: i64,
-) -> Result<Vec<(Position, RenderedJson)>, AppError> {
+) -> Result<(), AppError> {
     crate::db::rendered_newest_first(
         c,
         "orders",
         &filter(status, customer),
         [&store, &status.map(OrderStatus::as_str), &customer],
         after,
-        limit,
+        page,
         offset,
     )
 }

@@ -9,7 +9,7 @@ use crate::audit::{self, Actor};
 use crate::http::auth::StoreScope;
 use crate::http::error::AppError;
 use crate::http::extract::{Json, Path, text};
-use crate::http::page::{Page, PageQuery, Paged, RenderedJson};
+use crate::http::page::{Page, PageQuery, Paged, RenderedJson, RenderedPage};
 use crate::http::permissions::Permission;
 use crate::ids::{ReviewId, StoreId};
 use crate::state::AppState;
@@ -29,7 +29,7 @@ pub async fn list_reviews(
     State(st): State<AppState>,
     scope: StoreScope,
     Paged(page, f): Paged<ReviewFilter>,
-) -> Result<Page<RenderedJson>, AppError> {
+) -> Result<RenderedPage, AppError> {
     scope.require(Permission::ReviewsRead)?;
     let store = scope.store_id;
     let (status, product) = (f.status, f.product_id);
@@ -39,15 +39,13 @@ pub async fn list_reviews(
         product.map(|p| p.to_string()).unwrap_or_default()
     );
     let page = page
-        .list(
+        .list_rendered(
             &st.db,
             &key,
-            move |c, after, limit, offset| {
-                store::list(c, store, status, product, after, limit, offset)
+            move |c, after, page, offset| {
+                store::list(c, store, status, product, after, page, offset)
             },
             move |c| store::count(c, store, status, product),
-            |(p, _)| p.clone(),
-            |(_, review)| review,
         )
         .await?;
     Ok(page)

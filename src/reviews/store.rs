@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::model::{ReviewOut, ReviewStatus};
 use crate::http::error::AppError;
-use crate::http::page::{Position, RenderedJson};
+use crate::http::page::{Position, RenderedJson, RenderedRows};
 use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
 
 pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
@@ -110,23 +110,23 @@ fn filter(status: Option<ReviewStatus>, product: Option<ProductId>) -> String {
     )
 }
 
-/// A page of the store's reviews, newest first: (created_at, id, rendered) rows.
+/// A page of the store's reviews, newest first, appended to `page`.
 pub fn list(
     c: &Connection,
     store: StoreId,
     status: Option<ReviewStatus>,
     product: Option<ProductId>,
     after: Option<&Position>,
-    limit: i64,
+    page: &mut RenderedRows,
     offset: i64,
-) -> Result<Vec<(Position, RenderedJson)>, AppError> {
+) -> Result<(), AppError> {
     crate::db::rendered_newest_first(
         c,
         "reviews",
         &filter(status, product),
         [&store, &status.map(ReviewStatus::as_str), &product],
         after,
-        limit,
+        page,
         offset,
     )
 }

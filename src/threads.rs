@@ -1,0 +1,55 @@
+//! Dedicated thread pools for blocking work that must stay off the async workers: password
+//! hashing, database reads and writes. Callers wait asynchronously, holding no thread; jobs
+//! queue in the pool, not as parked threads, and a thread that finds another job queued runs
+//! it without sleeping (tokio's blocking pool cost two context switches per job).
+//!
+//! Invariants: a job whose caller has gone (a dropped request) before it starts is skipped,
+//! as it was when callers queued on a semaphore; a panic in a job is re-raised on the caller,
+//! so it is reported like a panicking handler.
+
+/// A job as queued: the caller's closure with its answer channel.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The pool's queue. The threads end once every clone of it is dropped.
+#[derive(Clone)]
+pub struct Threads(crossbeam_channel::Sender<Job>);
+
+impl Threads {
+    /// `n` threads named `{name}-{i}`; `start` runs first on each.
+    pub fn new(name: &'static str, n: usize, start: impl Fn() + Send + Sync + 'static) -> Self {
+        let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+        let start = std::sync::Arc::new(start);
+        for i in 0..n.max(1) {
+            let (rx, start) = (rx.clone(), start.clone());
+            std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn(move || {
+                    start();
+                    // A queued job is taken at once; an idle thread parks after a short spin.
+                    for job in rx {
+                        job();
+                    }
+                })
+                .expect("the pool's threads start");
+        }
+        Self(tx)
+    }
+
+    /// Runs `f` on one of the pool's threads; jobs start in arrival order.
+    pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            if tx.is_closed() {
+                return;
+            }
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        });
+        self.0
+            .send(job)
+            .expect("the pool's threads live as long as the pool");
+        match rx.await.expect("the pool answers every job") {
+            Ok(v) => v,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
