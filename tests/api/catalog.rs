@@ -183,7 +183,7 @@ async fn products_are_created_changed_and_deleted_with_their_events() {
     assert_eq!(now.body["title"], "Camiseta Marinho");
     assert_eq!(now.body["variants"].as_array().unwrap().len(), 2);
 
-    let updated = rx.wait_for(3).await;
+    let updated = rx.events_in_order(3).await;
     assert_eq!(updated[1].json()["event"], "products.created");
     assert_eq!(updated[2].json()["event"], "products.updated");
     assert_eq!(updated[2].json()["data"]["title"], "Camiseta Marinho");
@@ -198,7 +198,7 @@ async fn products_are_created_changed_and_deleted_with_their_events() {
     app.call(reqwest::Method::DELETE, &path, &token, None)
         .await
         .expect_error(404, "not_found");
-    let all = rx.wait_for(5).await;
+    let all = rx.events_in_order(5).await;
     let deleted = all
         .iter()
         .map(Hit::json)

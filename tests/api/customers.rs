@@ -145,7 +145,7 @@ async fn customers_are_created_searched_changed_and_deleted_with_their_events() 
     .expect_error(409, "conflict");
     let unchanged = app.call(get(), &bruno_path, &token, None).await;
     assert_eq!(unchanged.body["name"], "Bruno");
-    let updated = rx.wait_for(4).await;
+    let updated = rx.events_in_order(4).await;
     let last = updated
         .iter()
         .map(crate::webhooks::Hit::json)
@@ -173,7 +173,7 @@ async fn customers_are_created_searched_changed_and_deleted_with_their_events() 
     app.call(get(), &path, &token, None)
         .await
         .expect_error(404, "not_found");
-    let all = rx.wait_for(5).await;
+    let all = rx.events_in_order(5).await;
     let deleted = all
         .iter()
         .map(crate::webhooks::Hit::json)

@@ -64,7 +64,7 @@ async fn adjustments_change_on_hand_and_fire_threshold_events_once_per_crossing(
         r.expect(201);
         assert_eq!(r.body["on_hand"], on_hand);
     }
-    let hits = rx.wait_for(2).await;
+    let hits = rx.events_in_order(2).await;
     assert_eq!(hits[0].json()["event"], "inventory.low_stock");
     assert_eq!(
         hits[0].json()["data"],

@@ -477,7 +477,7 @@ async fn status_changes_move_stock_record_the_payment_and_fire_their_events() {
     assert_eq!(customer["orders_count"], 2);
     assert_eq!(customer["total_spent_cents"], 5000);
 
-    let hits = rx.wait_for(8).await;
+    let hits = rx.events_in_order(8).await;
     let seen: Vec<(String, String, i64)> = hits
         .iter()
         .map(|h| {
@@ -653,7 +653,7 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
 
     // Events: partial refunds are updates; a full refund is orders.refunded, once.
     let events: Vec<(String, String)> = rx
-        .wait_for(4)
+        .events_in_order(4)
         .await
         .iter()
         .map(|h| {

@@ -151,6 +151,17 @@ impl Receiver {
         );
     }
 
+    /// Waits for `n` webhook deliveries and gives them in the order their events were
+    /// recorded. Deliveries to one endpoint run concurrently (`--webhook-endpoint-concurrency`),
+    /// so, as with Stripe's, they may arrive out of order; event ids are UUIDv7, which the
+    /// `uuid` crate orders by creation within a process. Retries of one event keep their
+    /// arrival order.
+    pub async fn events_in_order(&self, n: usize) -> Vec<Hit> {
+        let mut hits = self.wait_for(n).await;
+        hits.sort_by_key(|h| h.header("x-webhook-event-id").to_owned());
+        hits
+    }
+
     /// Asserts no request beyond the first `n` arrives while the dispatcher looks several
     /// times (its poll interval in tests is 50 ms).
     pub async fn expect_no_more_than(&self, n: usize) {
