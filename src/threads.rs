@@ -1,11 +1,25 @@
-//! Dedicated thread pools for blocking work that must stay off the async workers: password
-//! hashing, database reads and writes. Callers wait asynchronously, holding no thread; jobs
+//! Blocking work, kept off the async workers. Dedicated pools for password hashing and for
+//! database reads and writes; [`run_blocking`] (tokio's blocking pool) for the rest. Callers wait asynchronously, holding no thread; jobs
 //! queue in the pool, not as parked threads, and a thread that finds another job queued runs
 //! it without sleeping (tokio's blocking pool cost two context switches per job).
 //!
 //! Invariants: a job whose caller has gone (a dropped request) before it starts is skipped,
 //! as it was when callers queued on a semaphore; a panic in a job is re-raised on the caller,
 //! so it is reported like a panicking handler.
+
+/// Runs blocking work that needs no pool of its own (outbound HTTP, DNS) on tokio's blocking
+/// pool, and re-raises its panic on the caller (vaultwarden `run_blocking`).
+pub async fn run_blocking<T, F>(f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("blocking task was cancelled: {e}"),
+    }
+}
 
 /// A job as queued: the caller's closure with its answer channel.
 type Job = Box<dyn FnOnce() + Send>;

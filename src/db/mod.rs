@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::hooks::Action;
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use tokio::sync::Notify;
 
 use crate::http::error::AppError;
@@ -268,6 +268,21 @@ pub fn where_clause(base: &str, filters: &[(bool, &str, &str)]) -> String {
     sql
 }
 
+/// Row `id` of `table` (orders, reviews) as the API shows it, if it belongs to `store`.
+pub fn rendered_by_id(
+    c: &Connection,
+    table: &str,
+    store: crate::ids::StoreId,
+    id: &dyn rusqlite::ToSql,
+) -> Result<Option<crate::http::page::RenderedJson>, AppError> {
+    let sql = format!("SELECT rendered FROM {table} WHERE store_id = ?1 AND id = ?2");
+    Ok(c.prepare_cached(&sql)?
+        .query_row(rusqlite::params![store, id], |r| {
+            r.get(0).map(crate::http::page::RenderedJson)
+        })
+        .optional()?)
+}
+
 /// A newest-first page of a table that stores its rows' API JSON in `rendered` (orders,
 /// reviews): the rows of `table` matching `filter` (its `?1` to `?3` bound to `filters`),
 /// after the keyset position `after`, appended to `page`.
@@ -306,18 +321,4 @@ pub fn contains_pattern(s: &str) -> String {
         .replace('%', "\\%")
         .replace('_', "\\_");
     format!("%{escaped}%")
-}
-
-/// Runs blocking work on tokio's blocking pool and re-raises its panic on the caller, so a
-/// panicking query is reported like a panicking handler (vaultwarden `run_blocking`).
-pub async fn run_blocking<T, F>(f: F) -> T
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Send + 'static,
-{
-    match tokio::task::spawn_blocking(f).await {
-        Ok(v) => v,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => panic!("blocking task was cancelled: {e}"),
-    }
 }

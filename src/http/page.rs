@@ -251,13 +251,7 @@ impl<T> Page<T> {
 
 /// A row we already rendered as JSON ourselves (an order's stored body), answered as is.
 #[derive(Debug, Clone)]
-pub struct RenderedJson(pub axum::body::Bytes);
-
-impl From<String> for RenderedJson {
-    fn from(s: String) -> Self {
-        Self(s.into())
-    }
-}
+pub struct RenderedJson(pub String);
 
 impl axum::response::IntoResponse for RenderedJson {
     fn into_response(self) -> axum::response::Response {
@@ -399,16 +393,37 @@ impl PageParams {
     where
         R: Send + 'static,
     {
-        let after: Option<Position> = self.position(scope)?;
-        let p = self.clone();
-        let (found, count) = db
-            .read(move |c| {
-                let found = rows(c, after.as_ref(), p.fetch_limit(), p.offset())?;
-                let count = p.include_total.then(|| total(c)).transpose()?;
-                Ok((found, count))
-            })
+        let (fetch, offset) = (self.fetch_limit(), self.offset());
+        let (found, count) = self
+            .read(
+                db,
+                scope,
+                move |c, after| rows(c, after, fetch, offset),
+                total,
+            )
             .await?;
         Ok(Page::from_rows(found, self, scope, position, map).with_total(count))
+    }
+
+    /// The one reader-connection trip of a list: the rows after this page's cursor (checked
+    /// against `scope`), and the total when `include_total` asks.
+    async fn read<R: Send + 'static>(
+        &self,
+        db: &crate::db::Db,
+        scope: &str,
+        rows: impl FnOnce(&rusqlite::Connection, Option<&Position>) -> Result<R, AppError>
+        + Send
+        + 'static,
+        total: impl FnOnce(&rusqlite::Connection) -> Result<i64, AppError> + Send + 'static,
+    ) -> Result<(R, Option<i64>), AppError> {
+        let after: Option<Position> = self.position(scope)?;
+        let include_total = self.include_total;
+        db.read(move |c| {
+            let found = rows(c, after.as_ref())?;
+            let count = include_total.then(|| total(c)).transpose()?;
+            Ok((found, count))
+        })
+        .await
     }
 
     /// [`PageParams::list`] for rows stored rendered: `rows(conn, after, page, offset)`
@@ -427,16 +442,18 @@ impl PageParams {
         + 'static,
         total: impl FnOnce(&rusqlite::Connection) -> Result<i64, AppError> + Send + 'static,
     ) -> Result<RenderedPage, AppError> {
-        let after: Option<Position> = self.position(scope)?;
-        let (limit, offset, include_total) =
-            (self.limit as usize, self.offset(), self.include_total);
-        let (found, total) = db
-            .read(move |c| {
-                let mut found = RenderedRows::new(limit);
-                rows(c, after.as_ref(), &mut found, offset)?;
-                let count = include_total.then(|| total(c)).transpose()?;
-                Ok((found, count))
-            })
+        let (limit, offset) = (self.limit as usize, self.offset());
+        let (found, total) = self
+            .read(
+                db,
+                scope,
+                move |c, after| {
+                    let mut found = RenderedRows::new(limit);
+                    rows(c, after, &mut found, offset)?;
+                    Ok(found)
+                },
+                total,
+            )
             .await?;
         let next_cursor = if found.has_more() {
             found.last.as_ref().map(|p| self.key.encode(scope, p))

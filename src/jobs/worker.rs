@@ -314,7 +314,7 @@ where
         Err(e) => Some(Err(anyhow::anyhow!("{e}"))),
         Ok(job) => {
             #[cfg(feature = "failpoints")]
-            crate::db::run_blocking(|| fail::fail_point!("jobs::execute")).await;
+            crate::threads::run_blocking(|| fail::fail_point!("jobs::execute")).await;
             let run = handler(st.clone(), job.clone());
             let grace = st.cfg.shutdown_grace;
             tokio::select! {

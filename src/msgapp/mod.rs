@@ -13,7 +13,8 @@ use serde_json::json;
 
 use crate::auth::model::Locale;
 use crate::config::MsgappConfig;
-use crate::db::{Db, run_blocking};
+use crate::db::Db;
+use crate::threads::run_blocking;
 use crate::time;
 
 /// Why a message did not go out.

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use crate::db::run_blocking;
 use crate::ids::PaymentId;
+use crate::threads::run_blocking;
 
 /// Where payments of API orders are taken and refunded.
 #[derive(Debug, Clone, Default)]

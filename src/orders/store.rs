@@ -154,13 +154,7 @@ pub fn get_rendered(
     store: StoreId,
     id: OrderId,
 ) -> Result<Option<RenderedJson>, AppError> {
-    Ok(
-        c.prepare_cached("SELECT rendered FROM orders WHERE store_id = ?1 AND id = ?2")?
-            .query_row(params![store, id], |r| {
-                r.get::<_, String>(0).map(RenderedJson::from)
-            })
-            .optional()?,
-    )
+    crate::db::rendered_by_id(c, "orders", store, &id)
 }
 
 fn filter(status: Option<OrderStatus>, customer: Option<CustomerId>) -> String {

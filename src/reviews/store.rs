@@ -40,13 +40,7 @@ pub fn get_rendered(
     store: StoreId,
     id: ReviewId,
 ) -> Result<Option<RenderedJson>, AppError> {
-    Ok(
-        c.prepare_cached("SELECT rendered FROM reviews WHERE store_id = ?1 AND id = ?2")?
-            .query_row(params![store, id], |r| {
-                r.get::<_, String>(0).map(RenderedJson::from)
-            })
-            .optional()?,
-    )
+    crate::db::rendered_by_id(c, "reviews", store, &id)
 }
 
 /// Moves a review to `status`; false when the store has no such review in another status.

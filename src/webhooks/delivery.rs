@@ -19,12 +19,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::target::GuardedResolver;
 use crate::config::Config;
-use crate::db::run_blocking;
 use crate::http::error::AppError;
 use crate::ids::{AttemptId, EventId, WebhookId};
 use crate::jobs::worker::{self, Claimed};
 use crate::jobs::{Job, WEBHOOK_QUEUE};
 use crate::state::AppState;
+use crate::threads::run_blocking;
 use crate::time;
 
 /// How much of a receiver's answer is kept.

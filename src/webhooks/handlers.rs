@@ -14,7 +14,6 @@ use super::model::{
 use super::store::{self, ResendRefused, WebhookRow};
 use super::{catalog, target};
 use crate::audit::{self, Actor};
-use crate::db::run_blocking;
 use crate::events;
 use crate::http::auth::{Principal, StoreScope};
 use crate::http::error::{AppError, ErrorCode};
@@ -26,6 +25,7 @@ use crate::http::trace::TraceId;
 use crate::ids::{AttemptId, StoreId, WebhookId};
 use crate::jobs::{self, Job};
 use crate::state::AppState;
+use crate::threads::run_blocking;
 use crate::time;
 
 type ErrorBody = crate::http::error::ErrorBody;
