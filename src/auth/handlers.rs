@@ -8,7 +8,7 @@ use super::model::{
     ChallengeOut, DeviceSessionOut, Locale, LoginIn, LoginOut, MePatch, PasswordIn, RefreshIn,
     RegisterIn, SessionOut, TwoFactorOut, UserOut,
 };
-use super::store::{self, IssuedPair, Lifetimes, Refreshed, UserRow};
+use super::store::{self, FailureKind, IssuedPair, Lifetimes, Refreshed, UserRow};
 use super::{device, password};
 use crate::events;
 use crate::http::auth::{Principal, UserSession, unauthorized};
@@ -103,7 +103,7 @@ pub async fn login(
     Json(input): Json<LoginIn>,
 ) -> Result<Response, AppError> {
     let email = normalize_email(&input.email);
-    let address = addr.to_string();
+    let (address, budget) = (addr.to_string(), ClientAddr(addr).budget_key());
     let e = email.clone();
     let user = st
         .db
@@ -111,7 +111,7 @@ pub async fn login(
         .await?;
     // An unknown e-mail is verified against a dummy hash: same time, same answer.
     let phc = user.as_ref().map(|u| u.password_hash.clone());
-    let ok = guarded_password_check(&st, &email, &address, input.password, phc).await?;
+    let ok = guarded_password_check(&st, &email, &budget, input.password, phc).await?;
     let Some(user) = user.filter(|_| ok) else {
         return Err(AppError::new(
             StatusCode::UNAUTHORIZED,
@@ -154,7 +154,7 @@ pub async fn login(
     }
     let pair = st
         .db
-        .write(move |tx| store::create_session(tx, id, &device_name, &address, now, life))
+        .write(move |tx| store::create_session(tx, id, &device_name, &address, now, now, life))
         .await?;
     Ok(no_store(Json(LoginOut::Authenticated(session_out(
         &st, pair, &user,
@@ -179,10 +179,54 @@ pub(super) async fn confirm_password(
 ) -> Result<UserRow, AppError> {
     let user = load_user(st, p).await?;
     let phc = Some(user.password_hash.clone());
-    if !guarded_password_check(st, &user.email, &addr.to_string(), password, phc).await? {
+    let budget = ClientAddr(addr).budget_key();
+    if !guarded_password_check(st, &user.email, &budget, password, phc).await? {
         return Err(incorrect_password());
     }
     Ok(user)
+}
+
+/// How recent a session's password step must be to add a second factor without the
+/// password again.
+pub const REAUTH_WINDOW: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Guards a change that adds a way to sign in (a second factor, recovery codes): the session
+/// passed its password step within [`REAUTH_WINDOW`], or `password` is given and right
+/// (checked under the sign-in lockout). Else 401 `reauthentication_required`, so a stolen
+/// access token alone cannot plant the thief's own factor.
+pub(super) async fn require_recent_sign_in(
+    st: &AppState,
+    p: &Principal,
+    addr: std::net::IpAddr,
+    password: Option<String>,
+) -> Result<UserRow, AppError> {
+    let user = load_user(st, p).await?;
+    let fresh = || {
+        AppError::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::ReauthenticationRequired,
+            "sign in again, or send the account password, to change how this account signs in",
+        )
+    };
+    if let Some(password) = password {
+        let phc = Some(user.password_hash.clone());
+        let budget = ClientAddr(addr).budget_key();
+        if !guarded_password_check(st, &user.email, &budget, password, phc).await? {
+            return Err(fresh());
+        }
+        return Ok(user);
+    }
+    let session = p.session_id().ok_or_else(fresh)?;
+    let since = st.clock.now() - REAUTH_WINDOW;
+    let at = st
+        .db
+        .read(move |c| store::session_password_at(c, session))
+        .await?;
+    if at.is_some_and(|at| at >= since) {
+        Ok(user)
+    } else {
+        Err(fresh())
+    }
 }
 
 pub fn incorrect_password() -> AppError {
@@ -194,9 +238,10 @@ pub fn incorrect_password() -> AppError {
 }
 
 /// Checks a password under the sign-in lockout (429 once the e-mail or the address has
-/// `sign_in_failures` failures in the window). The attempt is recorded as a failure, in the
-/// same transaction as the limit check, before the slow hash runs, and cleared when the
-/// password is right: concurrent guesses cannot all slip past the count.
+/// `sign_in_failures` failures in the window). The attempt is counted, in the same
+/// transaction as the limit check, before the slow hash runs, then cleared when the password
+/// is right or kept as a failure: concurrent guesses cannot all slip past the count.
+/// `address` is the client's budget key.
 pub async fn guarded_password_check(
     st: &AppState,
     email: &str,
@@ -216,15 +261,13 @@ pub async fn guarded_password_check(
             if let Some(wait) = store::lockout_wait(tx, &e, &a, now, window, limit)? {
                 return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
             }
-            store::record_failure(tx, &e, &a, now)
+            store::record_failure(tx, &e, &a, FailureKind::Checking, now)
         })
         .await?;
     let ok = st.hasher.verify(password, phc).await;
-    if ok {
-        st.db
-            .write(move |tx| store::clear_failure(tx, attempt))
-            .await?;
-    }
+    st.db
+        .write(move |tx| store::settle_attempt(tx, attempt, ok))
+        .await?;
     Ok(ok)
 }
 

@@ -198,6 +198,16 @@ pub struct TotpSetupOut {
 #[serde(deny_unknown_fields)]
 pub struct TotpCodeIn {
     pub totp_code: String,
+    /// The account password; needed when the session signed in more than 10 minutes ago.
+    pub password: Option<String>,
+}
+
+/// The body of a change that needs a recent sign-in; the whole body may be omitted.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReauthIn {
+    /// The account password; needed when the session signed in more than 10 minutes ago.
+    pub password: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -231,6 +241,8 @@ pub struct RecoveryVerifyIn {
 pub struct MsgappEnableIn {
     /// The phone in E.164 form, e.g. +5511987654321.
     pub phone_e164: String,
+    /// The account password; needed when the session signed in more than 10 minutes ago.
+    pub password: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

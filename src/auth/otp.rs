@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::handlers::{account_disabled, confirm_password, load_user};
+use super::handlers::{account_disabled, confirm_password, require_recent_sign_in};
 use super::model::{
     ChallengeIn, CodeIn, CodeSentOut, MsgappEnableIn, OtpVerifyIn, PasswordConfirmIn, SessionOut,
 };
@@ -88,6 +88,7 @@ fn owner_of(challenge_id: Option<&str>) -> CodeOwner<'_> {
 pub async fn msgapp_enable(
     State(st): State<AppState>,
     UserSession(p): UserSession,
+    ClientAddr(addr): ClientAddr,
     Json(input): Json<MsgappEnableIn>,
 ) -> Result<Json<CodeSentOut>, AppError> {
     let phone = input.phone_e164.trim().to_owned();
@@ -97,7 +98,7 @@ pub async fn msgapp_enable(
             "must be E.164, e.g. +5511987654321",
         ));
     }
-    let user = load_user(&st, &p).await?;
+    let user = require_recent_sign_in(&st, &p, addr, input.password).await?;
     if user.msgapp_phone.is_some() {
         return Err(AppError::conflict(
             ErrorCode::Conflict,

@@ -83,7 +83,8 @@ impl Hasher {
         }
     }
 
-    async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+    /// Runs `f` on the hashing threads.
+    pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
         self.pool.run(f).await
     }
 

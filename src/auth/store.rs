@@ -180,11 +180,14 @@ pub struct IssuedPair {
     pub refresh: String,
 }
 
+/// Starts a session. `password_at` is when its password step passed (the challenge's start
+/// for a two-step sign-in): adding a second factor needs it to be recent.
 pub fn create_session(
     tx: &Transaction<'_>,
     user_id: UserId,
     device_name: &str,
     address: &str,
+    password_at: DateTime<Utc>,
     now: DateTime<Utc>,
     life: Lifetimes,
 ) -> Result<IssuedPair, AppError> {
@@ -192,9 +195,17 @@ pub fn create_session(
     let now_s = time::format(now);
     crate::db::exec(
         tx,
-        "INSERT INTO sessions (id, user_id, device_name, address, created_at, last_used_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-        params![id, user_id, device_name, address, now_s],
+        "INSERT INTO sessions (id, user_id, device_name, address, created_at, last_used_at,
+                               password_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
+        params![
+            id,
+            user_id,
+            device_name,
+            address,
+            now_s,
+            time::format(password_at)
+        ],
     )?;
     let (_, pair) = issue_pair(tx, id, user_id, now, life)?;
     Ok(pair)
@@ -242,10 +253,10 @@ fn issue_pair(
 #[derive(Debug)]
 pub enum Refreshed {
     Issued(IssuedPair),
-    /// Unknown, expired, retired, or its session has ended.
+    /// Unknown, expired, or its session has ended.
     Invalid,
-    /// Presented again outside the retry window, or after its replacement was used: the
-    /// session has been revoked (commit this!).
+    /// Presented again outside the retry window, after its replacement was used, or from a
+    /// retired pair: the session has been revoked (commit this!).
     Reused,
 }
 
@@ -285,8 +296,14 @@ pub fn refresh(
     let Some((pair, session, user, expires_at, used_at, replaced_by, retired, ended)) = row else {
         return Ok(Refreshed::Invalid);
     };
-    if ended || retired || expires_at <= now_s {
+    if ended || expires_at <= now_s {
         return Ok(Refreshed::Invalid);
+    }
+    // A retired pair was never handed to the client (it lost the race to a retry), so no
+    // legitimate client can hold its refresh token: whoever presents it stole it.
+    if retired {
+        revoke_session(tx, session, "refresh_token_reused", now)?;
+        return Ok(Refreshed::Reused);
     }
 
     if let Some(used_at) = used_at {
@@ -324,6 +341,21 @@ pub fn refresh(
         params![pair, new_id],
     )?;
     Ok(Refreshed::Issued(issued))
+}
+
+/// When a session passed its password step; None for sessions from before that was kept.
+pub fn session_password_at(
+    c: &Connection,
+    id: SessionId,
+) -> Result<Option<DateTime<Utc>>, AppError> {
+    let at: Option<Option<String>> = c
+        .query_row(
+            "SELECT password_at FROM sessions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(at.flatten().as_deref().and_then(time::parse))
 }
 
 pub fn revoke_session(
@@ -438,9 +470,39 @@ pub fn count_sessions(c: &Connection, user: UserId, now: DateTime<Utc>) -> Resul
     )?)
 }
 
+/// What a `sign_in_failures` row records (migration V15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// A password attempt whose hash is still running.
+    Checking,
+    Password,
+    SecondFactor,
+}
+
+impl FailureKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Checking => "checking",
+            Self::Password => "password",
+            Self::SecondFactor => "second_factor",
+        }
+    }
+}
+
+/// A password hash takes well under a second; a check this old was abandoned.
+const CHECK_STALE: Duration = Duration::seconds(60);
+
+/// How long to wait after the `limit`-th newest row (`nth_at`) of a lock leaves the window.
+fn lock_wait(nth_at: &str, now: DateTime<Utc>, window: Duration) -> Option<i64> {
+    time::parse(nth_at).map(|at| (at + window - now).num_seconds().max(1))
+}
+
 /// Seconds until sign-in is allowed again for this e-mail and this address, if either has
 /// `limit` failures in the window. The lock lifts when the `limit`-th newest failure leaves
-/// the window, however many there are.
+/// the window, however many there are. A lock that needs attempts still being checked to
+/// reach `limit` lifts as soon as they are: it answers 1 second, not the window. An attempt
+/// still "checking" after `CHECK_STALE` was abandoned (a client that hung up, a crash) and
+/// counts as a failure.
 pub fn lockout_wait(
     c: &Connection,
     email: &str,
@@ -449,44 +511,87 @@ pub fn lockout_wait(
     window: Duration,
     limit: u32,
 ) -> Result<Option<i64>, AppError> {
-    let since = time::format(now - window);
+    let (since, stale) = (time::format(now - window), time::format(now - CHECK_STALE));
+    let nth = |col: &str, value: &str, only_real: bool| -> Result<Option<String>, AppError> {
+        let real = if only_real {
+            "AND (kind <> 'checking' OR at <= ?4)"
+        } else {
+            "AND ?4 = ?4"
+        };
+        Ok(c.query_row(
+            &format!(
+                "SELECT at FROM sign_in_failures WHERE {col} = ?1 AND at > ?2 {real}
+                 ORDER BY at DESC LIMIT 1 OFFSET ?3"
+            ),
+            params![value, since, limit.saturating_sub(1), stale],
+            |r| r.get(0),
+        )
+        .optional()?)
+    };
     let mut wait = None;
     for (col, value) in [("email", email), ("address", address)] {
-        let nth: Option<String> = c
-            .query_row(
-                &format!(
-                    "SELECT at FROM sign_in_failures WHERE {col} = ?1 AND at > ?2
-                     ORDER BY at DESC LIMIT 1 OFFSET ?3"
-                ),
-                params![value, since, limit.saturating_sub(1)],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(at) = nth.and_then(|a| time::parse(&a)) {
-            let secs = (at + window - now).num_seconds().max(1);
-            wait = Some(wait.map_or(secs, |w: i64| w.max(secs)));
+        if nth(col, value, false)?.is_none() {
+            continue;
         }
+        let secs = match nth(col, value, true)? {
+            Some(at) => lock_wait(&at, now, window).unwrap_or(1),
+            None => 1,
+        };
+        wait = Some(wait.map_or(secs, |w: i64| w.max(secs)));
     }
     Ok(wait)
 }
 
-/// Records a failed (or not yet checked) sign-in; returns its id so a success can clear it.
+/// Seconds until this account may answer a second-factor challenge again, if it gave
+/// `limit` wrong answers in the window, across all its challenges.
+pub fn second_factor_wait(
+    c: &Connection,
+    email: &str,
+    now: DateTime<Utc>,
+    window: Duration,
+    limit: u32,
+) -> Result<Option<i64>, AppError> {
+    let nth: Option<String> = c
+        .query_row(
+            "SELECT at FROM sign_in_failures
+             WHERE email = ?1 AND kind = 'second_factor' AND at > ?2
+             ORDER BY at DESC LIMIT 1 OFFSET ?3",
+            params![email, time::format(now - window), limit.saturating_sub(1)],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(nth.and_then(|at| lock_wait(&at, now, window)))
+}
+
+/// Records a failed (or, as `Checking`, not yet checked) sign-in step; returns its id so
+/// the check's outcome can clear or confirm it. `address` is the client's budget key
+/// (its /64 for IPv6).
 pub fn record_failure(
     tx: &Transaction<'_>,
     email: &str,
     address: &str,
+    kind: FailureKind,
     now: DateTime<Utc>,
 ) -> Result<i64, AppError> {
     crate::db::exec(
         tx,
-        "INSERT INTO sign_in_failures (email, address, at) VALUES (?1, ?2, ?3)",
-        params![email, address, time::format(now)],
+        "INSERT INTO sign_in_failures (email, address, kind, at) VALUES (?1, ?2, ?3, ?4)",
+        params![email, address, kind.as_str(), time::format(now)],
     )?;
     Ok(tx.last_insert_rowid())
 }
 
-pub fn clear_failure(tx: &Transaction<'_>, id: i64) -> Result<(), AppError> {
-    crate::db::exec(tx, "DELETE FROM sign_in_failures WHERE id = ?1", [id])?;
+/// Settles a `Checking` attempt: deleted when the password was right, a real failure if not.
+pub fn settle_attempt(tx: &Transaction<'_>, id: i64, right: bool) -> Result<(), AppError> {
+    if right {
+        crate::db::exec(tx, "DELETE FROM sign_in_failures WHERE id = ?1", [id])?;
+    } else {
+        crate::db::exec(
+            tx,
+            "UPDATE sign_in_failures SET kind = 'password' WHERE id = ?1 AND kind = 'checking'",
+            [id],
+        )?;
+    }
     Ok(())
 }
 
@@ -668,6 +773,7 @@ pub struct ChallengeRow {
     pub device_name: String,
     pub address: String,
     pub attempts: u32,
+    pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
 }
 
@@ -705,7 +811,8 @@ pub fn live_challenge(
     now: DateTime<Utc>,
 ) -> Result<Option<ChallengeRow>, AppError> {
     Ok(c.query_row(
-        "SELECT id, user_id, device_name, address, attempts, expires_at FROM sign_in_challenges
+        "SELECT id, user_id, device_name, address, attempts, expires_at, created_at
+         FROM sign_in_challenges
          WHERE challenge_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
         params![secrets::hash(raw), time::format(now)],
         |r| {
@@ -716,6 +823,7 @@ pub fn live_challenge(
                 address: r.get(3)?,
                 attempts: r.get(4)?,
                 expires_at: time::parse(&r.get::<_, String>(5)?).unwrap_or_default(),
+                created_at: time::parse(&r.get::<_, String>(6)?).unwrap_or_default(),
             })
         },
     )

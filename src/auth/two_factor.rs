@@ -7,18 +7,20 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
 
-use super::handlers::{account_disabled, confirm_password, lifetimes, load_user, session_out};
-use super::model::{
-    PasswordConfirmIn, RecoveryCodesOut, RecoveryVerifyIn, SessionOut, TotpCodeIn, TotpSetupOut,
-    TotpVerifyIn,
+use super::handlers::{
+    account_disabled, confirm_password, lifetimes, load_user, require_recent_sign_in, session_out,
 };
-use super::store::{self, CHALLENGE_ATTEMPTS, ChallengeRow, IssuedPair, UserRow};
+use super::model::{
+    PasswordConfirmIn, ReauthIn, RecoveryCodesOut, RecoveryVerifyIn, SessionOut, TotpCodeIn,
+    TotpSetupOut, TotpVerifyIn,
+};
+use super::store::{self, CHALLENGE_ATTEMPTS, ChallengeRow, FailureKind, IssuedPair, UserRow};
 use super::totp;
 use crate::http::auth::UserSession;
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::Json;
 use crate::http::idempotency::no_store;
-use crate::http::trace::ClientAddr;
+use crate::http::trace::{ClientAddr, budget_key};
 use crate::secrets;
 use crate::state::AppState;
 
@@ -65,8 +67,10 @@ pub async fn totp_setup(
 pub async fn totp_enable(
     State(st): State<AppState>,
     UserSession(p): UserSession,
+    ClientAddr(addr): ClientAddr,
     Json(input): Json<TotpCodeIn>,
 ) -> Result<StatusCode, AppError> {
+    require_recent_sign_in(&st, &p, addr, input.password).await?;
     let (id, now) = (p.user_id, st.clock.now());
     let codes = new_recovery_codes(&st.hmac_key);
     st.db
@@ -136,8 +140,11 @@ fn normalize_recovery(code: &str) -> String {
 pub async fn regenerate_recovery_codes(
     State(st): State<AppState>,
     UserSession(p): UserSession,
+    ClientAddr(addr): ClientAddr,
+    input: Option<Json<ReauthIn>>,
 ) -> Result<Response, AppError> {
-    let user = load_user(&st, &p).await?;
+    let password = input.and_then(|Json(i)| i.password);
+    let user = require_recent_sign_in(&st, &p, addr, password).await?;
     if !user.has_second_factor() {
         return Err(AppError::conflict(
             ErrorCode::Conflict,
@@ -183,6 +190,7 @@ where
         + 'static,
 {
     let (now, life) = (st.clock.now(), lifetimes(st));
+    let (window, limit) = (st.cfg.sign_in_window, st.cfg.sign_in_failures);
     let outcome: Result<(IssuedPair, UserRow), AppError> = st
         .db
         .write(move |tx| {
@@ -202,6 +210,11 @@ where
                 Method::Msgapp if user.msgapp_phone.is_none() => return Err(msgapp_not_enabled()),
                 _ => {}
             }
+            // Wrong answers are counted per account too, so fresh challenges do not buy an
+            // attacker who knows the password fresh guesses.
+            if let Some(wait) = store::second_factor_wait(tx, &user.email, now, window, limit)? {
+                return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
+            }
             if ch.attempts >= CHALLENGE_ATTEMPTS {
                 let wait = (ch.expires_at - now).num_seconds().max(1);
                 return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
@@ -209,9 +222,14 @@ where
             store::count_challenge_attempt(tx, &ch.id)?;
             match check(tx, &ch, &user, now)? {
                 Check::Wrong(e) => {
-                    // Wrong codes count toward the sign-in lockout too, so fresh challenges
-                    // do not buy an attacker fresh guesses.
-                    store::record_failure(tx, &user.email, &ch.address, now)?;
+                    // Counted for the account's second-factor lock and, with the address,
+                    // for the sign-in lockout.
+                    let budget = ch
+                        .address
+                        .parse()
+                        .map_or_else(|_| ch.address.clone(), budget_key);
+                    let kind = FailureKind::SecondFactor;
+                    store::record_failure(tx, &user.email, &budget, kind, now)?;
                     Ok(Err(e))
                 }
                 Check::Passed => {
@@ -221,6 +239,7 @@ where
                         user.id,
                         &ch.device_name,
                         &ch.address,
+                        ch.created_at,
                         now,
                         life,
                     )?;

@@ -33,6 +33,7 @@ pub enum ErrorCode {
     InvalidTicket,
     InvalidRefreshToken,
     RefreshTokenReused,
+    ReauthenticationRequired,
     PlanLimitReached,
     SubscriptionInactive,
     Forbidden,

@@ -37,6 +37,29 @@ where
     }
 }
 
+/// `Option<Json<T>>`: `None` for a request with no body at all, else as `Json<T>`.
+impl<T, S> axum::extract::OptionalFromRequest<S> for Json<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Option<Self>, AppError> {
+        let empty = req.headers().get(header::CONTENT_TYPE).is_none()
+            && req
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .is_none_or(|v| v.as_bytes() == b"0");
+        if empty {
+            return Ok(None);
+        }
+        <Self as FromRequest<S>>::from_request(req, state)
+            .await
+            .map(Some)
+    }
+}
+
 impl<T: Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
         axum::Json(self.0).into_response()

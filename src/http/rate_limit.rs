@@ -16,7 +16,7 @@ use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
 use super::error::AppError;
-use super::trace::ClientAddr;
+use super::trace::{ClientAddr, budget_key};
 use crate::clock::SharedClock;
 use crate::state::AppState;
 
@@ -89,13 +89,13 @@ impl RateLimits {
     pub fn check(&self, credential: Option<&CredentialId>, addr: IpAddr) -> Budget {
         match credential {
             Some(c) => self.charge(&self.authenticated, &format!("cred:{}", c.0)),
-            None => self.charge(&self.anonymous, &format!("ip:{addr}")),
+            None => self.charge(&self.anonymous, &format!("ip:{}", budget_key(addr))),
         }
     }
 
     /// Charges one registration to a client address.
     pub fn check_registration(&self, addr: IpAddr) -> Budget {
-        self.charge(&self.registrations, &format!("ip:{addr}"))
+        self.charge(&self.registrations, &format!("ip:{}", budget_key(addr)))
     }
 
     fn charge(&self, limiter: &Limiter, key: &str) -> Budget {

@@ -61,6 +61,29 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TraceId {
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub IpAddr);
 
+impl ClientAddr {
+    /// The key per-address budgets and counters charge: the address itself for IPv4, the /64
+    /// prefix for IPv6, since one host is routinely given a whole /64 to rotate through.
+    pub fn budget_key(&self) -> String {
+        budget_key(self.0)
+    }
+}
+
+/// See [`ClientAddr::budget_key`]; an IPv4-mapped IPv6 address counts as its IPv4 address.
+pub fn budget_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                let net = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+                format!("{net}/64")
+            }
+        },
+    }
+}
+
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
     type Rejection = std::convert::Infallible;
 
@@ -126,4 +149,17 @@ pub async fn trace(State(st): State<AppState>, mut req: Request, next: Next) -> 
         tracing::info!(%trace_id, %method, route, status, duration_ms, "request");
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ipv6_clients_are_keyed_by_their_64_prefix() {
+        let key = |s: &str| super::budget_key(s.parse().unwrap());
+        assert_eq!(key("192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::/64");
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
+    }
 }

@@ -219,7 +219,8 @@ pub async fn accept_invite(
     let address = addr.to_string();
     let user = if let Some(user) = existing {
         let phc = Some(user.password_hash.clone());
-        if !guarded_password_check(&st, &user.email, &address, input.password, phc).await? {
+        let budget = ClientAddr(addr).budget_key();
+        if !guarded_password_check(&st, &user.email, &budget, input.password, phc).await? {
             return Err(AppError::new(
                 StatusCode::UNAUTHORIZED,
                 ErrorCode::InvalidCredentials,
@@ -295,7 +296,9 @@ pub async fn accept_invite(
             };
             audit::record(tx, &actor, "invite.accepted", "invite", &invite.id, now)?;
             signs_in
-                .then(|| auth_store::create_session(tx, user_id, &device_name, &address, now, life))
+                .then(|| {
+                    auth_store::create_session(tx, user_id, &device_name, &address, now, now, life)
+                })
                 .transpose()
         })
         .await?;

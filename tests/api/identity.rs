@@ -254,11 +254,33 @@ async fn a_retry_within_30_seconds_gets_a_fresh_pair_and_retires_the_lost_one() 
     app.get_as("/v1/me", token(&lost))
         .await
         .expect_error(401, "unauthorized");
-    app.refresh_with(refresh_token(&lost))
-        .await
-        .expect_error(401, "invalid_refresh_token");
     app.get_as("/v1/me", token(&s2)).await.expect(200);
     app.refresh_with(refresh_token(&s2)).await.expect(200);
+}
+
+/// Issue 13 item 2: no legitimate client ever holds a retired pair's refresh token (it lost
+/// the race to the retry), so presenting it is theft: 401 `refresh_token_reused` and the
+/// session ends on every device.
+#[tokio::test]
+async fn a_retired_refresh_token_is_reuse_and_revokes_the_session() {
+    let app = spawn_app().await;
+    let s0 = app.signed_in("ana@example.com").await;
+    let lost = app.refresh_with(refresh_token(&s0)).await.body; // the client never got this
+    app.clock.advance(Duration::seconds(10));
+    let s2 = app.refresh_with(refresh_token(&s0)).await;
+    s2.expect(200);
+    let s2 = s2.body;
+    app.get_as("/v1/me", token(&s2)).await.expect(200);
+
+    app.refresh_with(refresh_token(&lost))
+        .await
+        .expect_error(401, "refresh_token_reused");
+    app.get_as("/v1/me", token(&s2))
+        .await
+        .expect_error(401, "unauthorized");
+    app.refresh_with(refresh_token(&s2))
+        .await
+        .expect_error(401, "invalid_refresh_token");
 }
 
 #[tokio::test]
@@ -832,4 +854,136 @@ async fn sessions_whose_tokens_all_expired_leave_the_device_list() {
         .await;
     assert_eq!(r.body["total"], 1);
     assert_eq!(r.body["data"][0]["device_name"], "new");
+}
+
+/// Issue 13 item 4: an IPv6 client is one budget per /64, so rotating addresses inside its
+/// prefix buys no extra registrations or sign-in guesses (IPv4 stays per address).
+#[tokio::test]
+async fn ipv6_budgets_are_kept_per_64_prefix() {
+    let app = spawn_app_with(|c| {
+        c.trust_proxy = true;
+        c.register_per_hour = 2;
+        c.sign_in_failures = 3;
+    })
+    .await;
+    let from = |addr: &str, path: &str, body: Value| {
+        app.client
+            .post(app.url(path))
+            .header("x-forwarded-for", addr)
+            .json(&body)
+    };
+    let register = |addr: &'static str, email: &'static str| {
+        app.send(from(
+            addr,
+            "/v1/auth/register",
+            json!({"email": email, "password": PASSWORD}),
+        ))
+    };
+    register("2001:db8:7:1::1", "a1@example.com")
+        .await
+        .expect(201);
+    register("2001:db8:7:1::2", "a2@example.com")
+        .await
+        .expect(201);
+    register("2001:db8:7:1:ffff::3", "a3@example.com")
+        .await
+        .expect_error(429, "rate_limited");
+    // Another /64, and IPv4 addresses, have budgets of their own.
+    register("2001:db8:7:2::1", "b1@example.com")
+        .await
+        .expect(201);
+    register("192.0.2.1", "c1@example.com").await.expect(201);
+    register("192.0.2.2", "c2@example.com").await.expect(201);
+    register("192.0.2.2", "c3@example.com").await.expect(201);
+
+    // Three wrong passwords from three addresses of one /64 lock that prefix's sign-ins.
+    for (i, addr) in ["2001:db8:9:1::a", "2001:db8:9:1::b", "2001:db8:9:1::c"]
+        .into_iter()
+        .enumerate()
+    {
+        let email = ["a1@example.com", "a2@example.com", "b1@example.com"][i];
+        app.send(from(
+            addr,
+            "/v1/auth/login",
+            json!({"email": email, "password": "wrong password"}),
+        ))
+        .await
+        .expect_error(401, "invalid_credentials");
+    }
+    let locked = app
+        .send(from(
+            "2001:db8:9:1::d",
+            "/v1/auth/login",
+            json!({"email": "c1@example.com", "password": PASSWORD}),
+        ))
+        .await;
+    locked.expect_error(429, "rate_limited");
+    app.send(from(
+        "2001:db8:9:2::d",
+        "/v1/auth/login",
+        json!({"email": "c1@example.com", "password": PASSWORD}),
+    ))
+    .await
+    .expect(200);
+}
+
+/// Issue 13 item 19: sign-in attempts are counted before their hash runs, but a lock made
+/// only of attempts still being checked lifts as soon as they finish: `Retry-After: 1`,
+/// not the 15-minute figure kept for real failures.
+#[tokio::test]
+async fn a_lock_made_of_attempts_still_being_checked_answers_retry_after_1() {
+    let app = spawn_app_with(|c| c.hash_workers = 1).await;
+    app.register("ana@example.com").await.expect(201);
+    // Hold the only hashing thread, so ten correct sign-ins sit counted but unchecked.
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let (started, running) = tokio::sync::oneshot::channel::<()>();
+    let hasher = app.state.hasher.clone();
+    let held = tokio::spawn(async move {
+        hasher
+            .run(move || {
+                started.send(()).unwrap();
+                gate.recv()
+            })
+            .await
+    });
+    running.await.unwrap();
+    let logins: Vec<_> = (0..10)
+        .map(|i| {
+            let req = app.client.post(app.url("/v1/auth/login")).json(
+                &json!({"email": "ana@example.com", "password": PASSWORD, "device_name": format!("d{i}")}),
+            );
+            tokio::spawn(req.send())
+        })
+        .collect();
+    while app
+        .count("SELECT COUNT(*) FROM sign_in_failures WHERE kind = 'checking'")
+        .await
+        < 10
+    {
+        tokio::task::yield_now().await;
+    }
+    let r = app.login_as("ana@example.com", "eleventh").await;
+    r.expect_error(429, "rate_limited");
+    assert_eq!(r.header("retry-after"), Some("1"), "{}", r.text);
+
+    release.send(()).unwrap();
+    held.await.unwrap().unwrap();
+    for l in logins {
+        assert_eq!(l.await.unwrap().unwrap().status(), 200);
+    }
+    app.login_as("ana@example.com", "after").await.expect(200);
+
+    // Real failures still lock for the window.
+    for _ in 0..10 {
+        app.post_json(
+            "/v1/auth/login",
+            &json!({"email": "ana@example.com", "password": "wrong password"}),
+        )
+        .await
+        .expect_error(401, "invalid_credentials");
+    }
+    let r = app.login_as("ana@example.com", "locked").await;
+    r.expect_error(429, "rate_limited");
+    let wait: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!((890..=900).contains(&wait), "{wait}");
 }

@@ -455,3 +455,149 @@ async fn recovery_codes_and_totp_secrets_are_not_stored_readably() {
     let me = app.get_as("/v1/me", &token).await;
     assert!(!me.text.contains(&secret));
 }
+
+/// Issue 13 item 1: wrong second-factor answers are counted per account across all its
+/// challenges. After 10 in 15 minutes every verify of that account (TOTP, recovery) answers
+/// 429 with `Retry-After`, even on a challenge that has attempts left; after the window a
+/// correct answer works.
+#[tokio::test]
+async fn second_factor_guesses_are_limited_per_account_across_challenges() {
+    let app = spawn_app().await;
+    let (_, secret) = app.with_totp("ana@example.com").await;
+    app.clock.advance(Duration::seconds(60));
+    // Three challenges opened before any guess: the per-challenge limit (5) allows 15.
+    let mut chs = Vec::new();
+    for _ in 0..3 {
+        chs.push(app.challenge("ana@example.com").await);
+    }
+    for ch in &chs[..2] {
+        for _ in 0..5 {
+            app.verify_totp(ch, "000000")
+                .await
+                .expect_error(401, "invalid_code");
+        }
+    }
+    let fresh = &chs[2];
+    let r = app
+        .verify_totp(fresh, &rfc6238(&secret, app.now_unix()))
+        .await;
+    r.expect_error(429, "rate_limited");
+    let wait: i64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=900).contains(&wait), "{wait}");
+    verify_recovery(&app, fresh, "aaaa-bbbb-cccc")
+        .await
+        .expect_error(429, "rate_limited");
+    // The refused calls were not attempts: the challenge still has all five.
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM sign_in_challenges WHERE attempts = 0")
+            .await,
+        1
+    );
+
+    app.clock.advance(Duration::seconds(wait));
+    let ch = app.challenge("ana@example.com").await;
+    app.verify_totp(&ch, &rfc6238(&secret, app.now_unix()))
+        .await
+        .expect(200);
+}
+
+/// Issue 13 item 3: turning on TOTP, registering the messaging-app phone and regenerating
+/// recovery codes need a password step within 10 minutes, or the password in the body;
+/// otherwise 401 `reauthentication_required`. A refresh does not make a session fresh.
+#[tokio::test]
+async fn adding_a_second_factor_needs_a_recent_sign_in_or_the_password() {
+    let app = spawn_app().await;
+    let s = app.signed_in("ana@example.com").await;
+    app.clock.advance(Duration::minutes(11));
+    let refreshed = app
+        .post_json(
+            "/v1/auth/refresh",
+            &json!({"refresh_token": s["refresh_token"]}),
+        )
+        .await;
+    refreshed.expect(200);
+    let token = refreshed.body["token"].as_str().unwrap().to_string();
+    let call = |method: reqwest::Method, path: &'static str, body: Option<Value>| {
+        let token = token.clone();
+        let app = &app;
+        async move { app.authed(method, path, &token, body).await }
+    };
+
+    let setup = call(reqwest::Method::GET, "/v1/me/2fa/totp/setup", None).await;
+    setup.expect(200);
+    let secret = setup.body["secret"].as_str().unwrap().to_string();
+    let code = rfc6238(&secret, app.now_unix());
+    call(
+        reqwest::Method::POST,
+        "/v1/me/2fa/totp/enable",
+        Some(json!({"totp_code": code})),
+    )
+    .await
+    .expect_error(401, "reauthentication_required");
+    call(
+        reqwest::Method::POST,
+        "/v1/me/2fa/totp/enable",
+        Some(json!({"totp_code": code, "password": "wrong password"})),
+    )
+    .await
+    .expect_error(401, "reauthentication_required");
+    call(
+        reqwest::Method::POST,
+        "/v1/me/2fa/totp/enable",
+        Some(json!({"totp_code": code, "password": PASSWORD})),
+    )
+    .await
+    .expect(204);
+
+    call(reqwest::Method::POST, "/v1/me/2fa/recovery-codes", None)
+        .await
+        .expect_error(401, "reauthentication_required");
+    call(
+        reqwest::Method::POST,
+        "/v1/me/2fa/recovery-codes",
+        Some(json!({"password": PASSWORD})),
+    )
+    .await
+    .expect(200);
+
+    call(
+        reqwest::Method::POST,
+        "/v1/me/2fa/msgapp/enable",
+        Some(json!({"phone_e164": "+5511987654321"})),
+    )
+    .await
+    .expect_error(401, "reauthentication_required");
+    call(
+        reqwest::Method::POST,
+        "/v1/me/2fa/msgapp/enable",
+        Some(json!({"phone_e164": "+5511987654321", "password": PASSWORD})),
+    )
+    .await
+    .expect(200);
+
+    // A two-step sign-in is fresh from its password step, for 10 minutes.
+    app.clock.advance(Duration::seconds(60));
+    let ch = app.challenge("ana@example.com").await;
+    let v = app
+        .verify_totp(&ch, &rfc6238(&secret, app.now_unix()))
+        .await;
+    v.expect(200);
+    let fresh = v.body["token"].as_str().unwrap().to_string();
+    app.authed(
+        reqwest::Method::POST,
+        "/v1/me/2fa/recovery-codes",
+        &fresh,
+        None,
+    )
+    .await
+    .expect(200);
+    app.clock.advance(Duration::seconds(601));
+    app.authed(
+        reqwest::Method::POST,
+        "/v1/me/2fa/recovery-codes",
+        &fresh,
+        None,
+    )
+    .await
+    .expect_error(401, "reauthentication_required");
+}
