@@ -216,6 +216,17 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
+    /// A short fixed list (a catalog) served whole as one page, in the envelope every list
+    /// shares (spec 9.4).
+    pub fn whole(data: Vec<T>) -> Self {
+        Self {
+            data,
+            has_more: false,
+            next_cursor: None,
+            total: None,
+        }
+    }
+
     /// Builds a page from up to `limit + 1` rows in list order. `position` gives a row's
     /// keyset position, which becomes the signed `next_cursor`.
     pub fn from_rows<R, K: Serialize>(

@@ -289,9 +289,9 @@ pub async fn update_store(
 
 /// Every permission code, with its area and what it allows.
 #[utoipa::path(get, path = "/permissions/catalog", tag = "organizations", security(("bearer" = [])),
-    responses((status = 200, body = Vec<PermissionOut>)))]
-pub async fn permission_catalog(_: Principal) -> Json<Vec<PermissionOut>> {
-    Json(
+    responses((status = 200, body = Page<PermissionOut>)))]
+pub async fn permission_catalog(_: Principal) -> Json<Page<PermissionOut>> {
+    Json(Page::whole(
         Permission::ALL
             .iter()
             .map(|p| PermissionOut {
@@ -300,5 +300,5 @@ pub async fn permission_catalog(_: Principal) -> Json<Vec<PermissionOut>> {
                 description: p.description(),
             })
             .collect(),
-    )
+    ))
 }

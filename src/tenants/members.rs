@@ -55,6 +55,24 @@ impl From<RoleIn> for Role {
     }
 }
 
+/// A role change or removal never grants more than the caller holds: `role` (the new one,
+/// or the member's current one) must hold no permission outside the caller's effective
+/// permissions (a store API token's are its scopes, whoever issued it), and the owner role is
+/// given or taken only by an owner's user session.
+fn may_touch(scope: &StoreScope, role: Role) -> Result<(), AppError> {
+    if role == Role::Owner && (scope.role != Role::Owner || scope.principal.is_store_token()) {
+        return Err(missing_permission(Permission::MembersWrite));
+    }
+    match role
+        .permissions()
+        .iter()
+        .find(|p| !scope.permissions.contains(*p))
+    {
+        Some(p) => Err(missing_permission(p)),
+        None => Ok(()),
+    }
+}
+
 fn last_owner() -> AppError {
     AppError::conflict(ErrorCode::Conflict, "a store keeps at least one owner")
 }
@@ -66,6 +84,18 @@ fn organization_owner() -> AppError {
         ErrorCode::Conflict,
         "this member owns the organization, and so every store in it; change that in the organization",
     )
+}
+
+/// A member's role in the store; 404 when they are not a member.
+fn member_role(
+    tx: &rusqlite::Transaction<'_>,
+    store_id: StoreId,
+    user: UserId,
+) -> Result<Role, AppError> {
+    let role =
+        store::member_role(tx, store_id, user)?.ok_or_else(|| AppError::not_found("member"))?;
+    Role::parse(&role)
+        .ok_or_else(|| AppError::internal(anyhow::anyhow!("stored role {role:?} is unknown")))
 }
 
 /// The store's members, newest first.
@@ -116,19 +146,18 @@ pub async fn update_member(
         Role::from(patch.role),
         st.clock.now(),
     );
-    let (caller_is_owner, actor) = (scope.role == Role::Owner, Actor::of(&scope));
+    may_touch(&scope, role)?;
+    let actor = Actor::of(&scope);
     st.db
         .write(move |tx| {
             if store::is_organization_owner(tx, store_id, user)? {
                 return Err(organization_owner());
             }
-            let current = store::member_role(tx, store_id, user)?
-                .ok_or_else(|| AppError::not_found("member"))?;
-            let touches_owner = current == "owner" || role == Role::Owner;
-            if touches_owner && !caller_is_owner {
-                return Err(missing_permission(Permission::MembersWrite));
-            }
-            if current == "owner" && role != Role::Owner && store::count_owners(tx, store_id)? <= 1
+            let current = member_role(tx, store_id, user)?;
+            may_touch(&scope, current)?;
+            if current == Role::Owner
+                && role != Role::Owner
+                && store::count_owners(tx, store_id)? <= 1
             {
                 return Err(last_owner());
             }
@@ -158,21 +187,16 @@ pub async fn remove_member(
 ) -> Result<StatusCode, AppError> {
     scope.require(Permission::MembersWrite)?;
     let (store_id, user, now) = (scope.store_id, ids.1, st.clock.now());
-    let (caller_is_owner, actor) = (scope.role == Role::Owner, Actor::of(&scope));
+    let actor = Actor::of(&scope);
     st.db
         .write(move |tx| {
             if store::is_organization_owner(tx, store_id, user)? {
                 return Err(organization_owner());
             }
-            let current = store::member_role(tx, store_id, user)?
-                .ok_or_else(|| AppError::not_found("member"))?;
-            if current == "owner" {
-                if !caller_is_owner {
-                    return Err(missing_permission(Permission::MembersWrite));
-                }
-                if store::count_owners(tx, store_id)? <= 1 {
-                    return Err(last_owner());
-                }
+            let current = member_role(tx, store_id, user)?;
+            may_touch(&scope, current)?;
+            if current == Role::Owner && store::count_owners(tx, store_id)? <= 1 {
+                return Err(last_owner());
             }
             store::remove_member(tx, store_id, user)?;
             audit::record(

@@ -648,20 +648,20 @@ pub async fn root_unsubscribe(
 
 /// Every event name the service can emit, with what fires it.
 #[utoipa::path(get, path = "/webhook-events/catalog", tag = "webhooks", security(("bearer" = [])),
-    responses((status = 200, body = Vec<CatalogEntry>)))]
-pub async fn catalog(_: Principal) -> Json<Vec<CatalogEntry>> {
-    Json(
+    responses((status = 200, body = Page<CatalogEntry>)))]
+pub async fn catalog(_: Principal) -> Json<Page<CatalogEntry>> {
+    Json(Page::whole(
         catalog::EVENTS
             .iter()
             .map(|(event, description)| CatalogEntry { event, description })
             .collect(),
-    )
+    ))
 }
 
 /// The same catalog under the webhooks path.
 #[utoipa::path(get, path = "/webhooks/events/catalog", tag = "webhooks", security(("bearer" = [])),
-    responses((status = 200, body = Vec<CatalogEntry>)))]
-pub async fn catalog_alias(p: Principal) -> Json<Vec<CatalogEntry>> {
+    responses((status = 200, body = Page<CatalogEntry>)))]
+pub async fn catalog_alias(p: Principal) -> Json<Page<CatalogEntry>> {
     catalog(p).await
 }
 

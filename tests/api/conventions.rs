@@ -448,3 +448,25 @@ async fn no_proxy_get(url: String) -> reqwest::Result<reqwest::Response> {
         .send()
         .await
 }
+
+/// Issue 13 item 18: the permission catalog and both webhook event catalogs answer in the
+/// Page envelope (spec 9.4 replaced bare arrays), every entry in one page.
+#[tokio::test]
+async fn catalogs_answer_in_the_page_envelope() {
+    let app = spawn_app().await;
+    let (token, _) = app.member("ana@example.com").await;
+    for path in [
+        "/v1/permissions/catalog",
+        "/v1/webhook-events/catalog",
+        "/v1/webhooks/events/catalog",
+    ] {
+        let r = app.call(reqwest::Method::GET, path, &token, None).await;
+        r.expect(200);
+        let data = r.body["data"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{path}: {}", r.text));
+        assert!(data.len() > 10, "{path}: {}", r.text);
+        assert_eq!(r.body["has_more"], false, "{path}");
+        assert!(r.body["next_cursor"].is_null(), "{path}");
+    }
+}

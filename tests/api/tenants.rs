@@ -708,7 +708,9 @@ async fn the_authorization_table_for_store_routes() {
             };
             let wrong = app.store_token(&owner, &store_id, json!([other])).await;
             let r = app.call(method.clone(), path, &right, fresh(body)).await;
-            if path.ends_with("/invites") {
+            // Invites are credentials, and a role change may not hand out more than the
+            // token holds: members.write alone grants neither (see the test below).
+            if path.ends_with("/invites") || path.contains("/members/") {
                 r.expect_error(403, "missing_permission");
             } else {
                 assert!(
@@ -751,7 +753,7 @@ async fn the_permission_catalog_lists_every_code() {
         .call(get(), "/v1/permissions/catalog", &token, None)
         .await;
     r.expect(200);
-    let rows = r.body.as_array().unwrap();
+    let rows = r.body["data"].as_array().unwrap();
     for code in [
         "stores.create",
         "stores.edit",
@@ -798,4 +800,109 @@ async fn the_permission_catalog_lists_every_code() {
     app.get("/v1/permissions/catalog")
         .await
         .expect_error(401, "unauthorized");
+}
+
+/// Issue 13 item 5: a store API token never grants more than its scopes. A role change or
+/// removal through a token is refused when the role (new or current) holds a permission
+/// outside the token's; owners are made, demoted or removed only by an owner's session.
+#[tokio::test]
+async fn a_store_token_never_grants_more_than_its_scopes() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("owner@example.com").await;
+    let store_id = app.open_store(&owner, "Org").await;
+    let (admin, admin_id) = app.member("admin@example.com").await;
+    let (_, staff_id) = app.member("staff@example.com").await;
+    let (_, owner2_id) = app.member("owner2@example.com").await;
+    app.add_to_store(&store_id, &admin_id, "admin").await;
+    app.add_to_store(&store_id, &staff_id, "staff").await;
+    app.add_to_store(&store_id, &owner2_id, "owner").await;
+    let members = format!("/v1/stores/{store_id}/members");
+    let role_of = |id: &str| {
+        let (path, owner) = (members.clone(), owner.clone());
+        let id = id.to_owned();
+        let app = &app;
+        async move {
+            let r = app.call(get(), &path, &owner, None).await;
+            r.expect(200);
+            r.body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["user_id"] == id.as_str())
+                .map(|m| m["role"].as_str().unwrap().to_owned())
+        }
+    };
+    let set_role = |token: &str, id: &str, role: &str| {
+        let (path, token) = (format!("{members}/{id}"), token.to_owned());
+        let body = json!({ "role": role });
+        let app = &app;
+        async move { app.call(patch(), &path, &token, Some(body)).await }
+    };
+
+    // A token scoped only to members.write, issued by an owner, mints nobody anything.
+    let narrow = app
+        .store_token(&owner, &store_id, json!(["members.write"]))
+        .await;
+    for role in ["owner", "admin", "viewer"] {
+        set_role(&narrow, &staff_id, role)
+            .await
+            .expect_error(403, "missing_permission");
+    }
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("{members}/{staff_id}"),
+        &narrow,
+        None,
+    )
+    .await
+    .expect_error(403, "missing_permission");
+    assert_eq!(role_of(&staff_id).await.as_deref(), Some("staff"));
+
+    // A token holding every permission may move members among the roles it covers, but
+    // never touches the owner role.
+    let catalog = app
+        .call(get(), "/v1/permissions/catalog", &owner, None)
+        .await;
+    let every: Vec<Value> = catalog.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["code"].clone())
+        .collect();
+    let broad = app
+        .store_token(&owner, &store_id, Value::Array(every))
+        .await;
+    set_role(&broad, &staff_id, "admin").await.expect(204);
+    set_role(&broad, &staff_id, "staff").await.expect(204);
+    set_role(&broad, &staff_id, "owner")
+        .await
+        .expect_error(403, "missing_permission");
+    set_role(&broad, &owner2_id, "admin")
+        .await
+        .expect_error(403, "missing_permission");
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("{members}/{owner2_id}"),
+        &broad,
+        None,
+    )
+    .await
+    .expect_error(403, "missing_permission");
+    assert_eq!(role_of(&owner2_id).await.as_deref(), Some("owner"));
+
+    // An admin's session cannot either; an owner's session can.
+    set_role(&admin, &staff_id, "owner")
+        .await
+        .expect_error(403, "missing_permission");
+    set_role(&owner, &staff_id, "owner").await.expect(204);
+    set_role(&owner, &staff_id, "staff").await.expect(204);
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("{members}/{owner2_id}"),
+        &owner,
+        None,
+    )
+    .await
+    .expect(204);
+    assert_eq!(role_of(&owner2_id).await, None);
 }

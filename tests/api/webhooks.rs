@@ -851,8 +851,7 @@ async fn managing_webhooks_and_their_subscriptions() {
     for path in ["/v1/webhook-events/catalog", "/v1/webhooks/events/catalog"] {
         let c = app.call(get(), path, &token, None).await;
         c.expect(200);
-        let names: Vec<&str> = c
-            .body
+        let names: Vec<&str> = c.body["data"]
             .as_array()
             .unwrap()
             .iter()
@@ -882,7 +881,7 @@ async fn managing_webhooks_and_their_subscriptions() {
             assert!(names.contains(&e), "{e} missing from {path}");
         }
         assert!(
-            c.body
+            c.body["data"]
                 .as_array()
                 .unwrap()
                 .iter()
