@@ -89,12 +89,14 @@ pub fn check_destination(url: &url::Url) -> Result<(), String> {
             .map(Iterator::collect)
             .unwrap_or_default(),
     };
-    match addrs.iter().find(|a| is_forbidden(a.ip())) {
-        Some(a) => Err(format!(
-            "{host} resolves to {}, a loopback, private, link-local or reserved address",
-            a.ip()
-        )),
-        None => Ok(()),
+    // The message names the host, never the address: a caller must not be able to map
+    // internal DNS through our answers.
+    if addrs.iter().any(|a| is_forbidden(a.ip())) {
+        Err(format!(
+            "{host} is or resolves to a loopback, private, link-local or reserved address"
+        ))
+    } else {
+        Ok(())
     }
 }
 
@@ -122,14 +124,12 @@ impl Resolver for GuardedResolver {
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
         let addrs = self.inner.resolve(uri, config, timeout)?;
-        if !self.allow_private
-            && let Some(a) = addrs.iter().find(|a| is_forbidden(a.ip()))
-        {
+        if !self.allow_private && addrs.iter().any(|a| is_forbidden(a.ip())) {
+            // Recorded on the delivery attempt, which the store can read: no address in it.
             return Err(ureq::Error::Other(
                 format!(
-                    "refused: {} resolves to {}, a loopback, private, link-local or reserved address",
+                    "refused: {} is or resolves to a loopback, private, link-local or reserved address",
                     uri.host().unwrap_or_default(),
-                    a.ip()
                 )
                 .into(),
             ));

@@ -611,6 +611,64 @@ async fn private_and_metadata_targets_are_refused_at_creation_and_at_delivery() 
     rx.expect_no_more_than(0).await;
 }
 
+/// Issue 13 item 14: refusing a webhook URL whose host resolves to a forbidden address says
+/// so without naming the address, at creation and on the delivery attempt, so the answers
+/// cannot be used to map the server's internal DNS.
+#[tokio::test]
+async fn a_refused_webhook_url_does_not_reveal_the_address_it_resolved_to() {
+    let app = spawn_app_with(|c| c.allow_private_webhook_targets = false).await;
+    let (token, store) = owner(&app, "a@example.com").await;
+    let path = format!("/v1/stores/{store}/webhooks");
+    let r = app
+        .call(
+            post(),
+            &path,
+            &token,
+            Some(json!({"url": "http://localhost:9/hook"})),
+        )
+        .await;
+    r.expect_error(422, "validation_failed");
+    let msg = r.body["details"]["fields"]["url"].as_str().unwrap();
+    assert!(msg.contains("localhost"), "{msg}");
+    for addr in ["127.0.0.1", "::1"] {
+        assert!(!r.text.contains(addr), "{}", r.text);
+    }
+
+    // Saved while it resolved publicly, refused at delivery: the attempt's error is as quiet.
+    let rx = Receiver::start().await;
+    let hook = app
+        .call(
+            post(),
+            &path,
+            &token,
+            Some(json!({"url": "https://93.184.215.14/hook"})),
+        )
+        .await;
+    hook.expect(201);
+    let hook_id = hook.body["id"].as_str().unwrap().to_string();
+    let (id, url) = (hook_id.clone(), rx.url.replace("127.0.0.1", "localhost"));
+    app.state
+        .db
+        .write(move |tx| {
+            tx.execute("UPDATE webhooks SET url = ?2 WHERE id = ?1", [&id, &url])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.call(post(), &format!("{path}/{hook_id}/test"), &token, None)
+        .await
+        .expect(202);
+    let list = attempts(&app, &token, &store, &hook_id, 1).await;
+    let error = list[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("refused") && error.contains("localhost"),
+        "{error}"
+    );
+    for addr in ["127.0.0.1", "::1"] {
+        assert!(!error.contains(addr), "{error}");
+    }
+}
+
 #[tokio::test]
 async fn managing_webhooks_and_their_subscriptions() {
     let app = spawn_app().await;
