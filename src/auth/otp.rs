@@ -82,7 +82,9 @@ fn owner_of(challenge_id: Option<&str>) -> CodeOwner<'_> {
 /// Starts turning the messaging-app factor on: sends a code to the phone.
 #[utoipa::path(post, path = "/me/2fa/msgapp/enable", tag = "me", security(("bearer" = [])),
     request_body = MsgappEnableIn,
-    responses((status = 200, body = CodeSentOut), (status = 409, body = crate::http::error::ErrorBody),
+    responses((status = 200, body = CodeSentOut),
+              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::http::error::ErrorBody),
+              (status = 409, body = crate::http::error::ErrorBody),
               (status = 422, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody),
               (status = 502, body = crate::http::error::ErrorBody)))]
 pub async fn msgapp_enable(

@@ -58,11 +58,14 @@ pub async fn totp_setup(
     })))
 }
 
-/// Turns TOTP on with a code from the pending secret. Also creates recovery codes (see them,
+/// Turns TOTP on with a code from the pending secret; needs a sign-in within 10 minutes or
+/// `password`. Also creates recovery codes (see them,
 /// freshly generated, with `POST /me/2fa/recovery-codes`).
 #[utoipa::path(post, path = "/me/2fa/totp/enable", tag = "me", security(("bearer" = [])),
     request_body = TotpCodeIn,
-    responses((status = 204, description = "Enabled"), (status = 409, body = crate::http::error::ErrorBody),
+    responses((status = 204, description = "Enabled"),
+              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::http::error::ErrorBody),
+              (status = 409, body = crate::http::error::ErrorBody),
               (status = 422, body = crate::http::error::ErrorBody)))]
 pub async fn totp_enable(
     State(st): State<AppState>,
@@ -136,7 +139,10 @@ fn normalize_recovery(code: &str) -> String {
 
 /// Regenerates the recovery codes and shows them, once.
 #[utoipa::path(post, path = "/me/2fa/recovery-codes", tag = "me", security(("bearer" = [])),
-    responses((status = 200, body = RecoveryCodesOut), (status = 409, body = crate::http::error::ErrorBody)))]
+    request_body(content = Option<ReauthIn>, description = "Optional: the password, when the session signed in over 10 minutes ago"),
+    responses((status = 200, body = RecoveryCodesOut),
+              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::http::error::ErrorBody),
+              (status = 409, body = crate::http::error::ErrorBody)))]
 pub async fn regenerate_recovery_codes(
     State(st): State<AppState>,
     UserSession(p): UserSession,

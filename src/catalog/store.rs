@@ -146,7 +146,7 @@ pub fn set_categories(
 
 /// Makes the product's variants those of `wanted`, in that order: listed ids are updated,
 /// new ones added, the rest removed. An id that is not one of this product's variants is
-/// `Err(Some(id))`.
+/// `Ok(Err(id))`; removing one that holds stock is 409 `conflict` with `details.variant_ids`.
 pub fn set_variants(
     tx: &Transaction<'_>,
     store: StoreId,
@@ -166,12 +166,34 @@ pub fn set_variants(
         return Ok(Err(bad));
     }
     let now_s = time::format(now);
-    // Removed first, so a SKU can move from a removed variant to a new one.
-    for gone in existing
+    let gone: Vec<VariantId> = existing
+        .into_iter()
+        .filter(|id| !wanted.iter().any(|v| v.id == Some(*id)))
+        .collect();
+    // Leaving a variant out of a PATCH must not silently throw its stock away: one with
+    // units on hand or reserved is adjusted to zero first (or its orders settled).
+    let stocked: Vec<VariantId> = gone
         .iter()
-        .filter(|id| !wanted.iter().any(|v| v.id == Some(**id)))
-    {
-        crate::db::exec(tx, "DELETE FROM variants WHERE id = ?1", [gone])?;
+        .filter_map(|id| {
+            tx.query_row(
+                "SELECT on_hand > 0 OR reserved > 0 FROM variants WHERE id = ?1",
+                [id],
+                |r| r.get::<_, bool>(0),
+            )
+            .map(|stocked| stocked.then_some(*id))
+            .transpose()
+        })
+        .collect::<Result<_, _>>()?;
+    if !stocked.is_empty() {
+        return Err(AppError::conflict(
+            ErrorCode::Conflict,
+            "these variants have stock on hand or reserved; adjust it to zero before removing them",
+        )
+        .with_details(serde_json::json!({ "variant_ids": stocked })));
+    }
+    // Removed first, so a SKU can move from a removed variant to a new one.
+    for id in &gone {
+        crate::db::exec(tx, "DELETE FROM variants WHERE id = ?1", [id])?;
     }
     for (pos, v) in wanted.iter().enumerate() {
         let title = v.title.as_deref().unwrap_or("Default");

@@ -518,3 +518,69 @@ async fn deleting_needs_products_write_or_categories_write() {
         .await
         .expect(204);
 }
+
+/// Issue 13 item 9: a PATCH whose `variants` leave out a variant holding stock is 409
+/// `conflict` naming it in `details.variant_ids`, and changes nothing (not even the other
+/// fields of the same PATCH); a variant without stock can still be removed that way.
+#[tokio::test]
+async fn a_product_update_never_silently_deletes_stock() {
+    let app = spawn_app().await;
+    let (token, store) = owner(&app).await;
+    let p = product(
+        &app,
+        &token,
+        &store,
+        json!({"title": "Caneca", "variants": [
+            {"sku": "CAN-STOCK", "price_cents": 3000, "on_hand": 5},
+            {"sku": "CAN-EMPTY", "price_cents": 3000}
+        ]}),
+    )
+    .await;
+    let path = format!("/v1/stores/{store}/products/{}", p["id"].as_str().unwrap());
+    let stocked = p["variants"][0]["id"].clone();
+
+    // The empty variant goes.
+    let r = app
+        .call(
+            patch(),
+            &path,
+            &token,
+            Some(json!({"variants": [{"id": stocked, "sku": "CAN-STOCK", "price_cents": 3000}]})),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.body["variants"].as_array().unwrap().len(), 1);
+
+    // The stocked one does not, and the title change riding with it is not applied.
+    let r = app
+        .call(
+            patch(),
+            &path,
+            &token,
+            Some(json!({"title": "Caneca nova",
+                        "variants": [{"sku": "CAN-NEW", "price_cents": 3500}]})),
+        )
+        .await;
+    r.expect_error(409, "conflict");
+    assert_eq!(r.body["details"]["variant_ids"], json!([stocked]));
+    let now = app.call(get(), &path, &token, None).await;
+    now.expect(200);
+    assert_eq!(now.body["title"], "Caneca");
+    let variants = now.body["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 1);
+    assert_eq!(variants[0]["id"], stocked);
+    let stock = app
+        .call(
+            get(),
+            &format!("/v1/stores/{store}/inventory"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(
+        stock.body["data"][0]["variant_id"], stocked,
+        "{}",
+        stock.text
+    );
+    assert_eq!(stock.body["data"][0]["on_hand"], 5);
+}
