@@ -59,8 +59,8 @@ pub async fn totp_setup(
 }
 
 /// Turns TOTP on with a code from the pending secret; needs a sign-in within 10 minutes or
-/// `password`. Also creates recovery codes (see them,
-/// freshly generated, with `POST /me/2fa/recovery-codes`).
+/// `password`. Also creates recovery codes (see them, freshly generated, with
+/// `POST /me/2fa/recovery-codes`).
 #[utoipa::path(post, path = "/me/2fa/totp/enable", tag = "me", security(("bearer" = [])),
     request_body = TotpCodeIn,
     responses((status = 204, description = "Enabled"),
