@@ -21,7 +21,7 @@ use rusqlite::{Transaction, params};
 use serde::{Deserialize, Serialize};
 
 use crate::http::error::AppError;
-use crate::ids::{EventId, JobId, WebhookId};
+use crate::ids::{EventId, JobId, RefundId, WebhookId};
 use crate::time;
 
 pub use worker::{Outcome, run_once};
@@ -41,17 +41,23 @@ pub enum Job {
         #[serde(default)]
         manual: bool,
     },
+    /// Asks the payment provider again about a refund still pending (its first answer was
+    /// uncertain, or never came), with the same idempotency key, until a definite answer.
+    RefundCheck { refund_id: RefundId },
 }
 
 /// The queue of the generic workers; webhook deliveries have their own dispatcher.
 pub const DEFAULT_QUEUE: &str = "default";
 pub const WEBHOOK_QUEUE: &str = "webhooks";
+/// Attempts of a refund check (also written by migration V14 for refunds it found pending).
+pub const REFUND_CHECK_ATTEMPTS: u32 = 1000;
 
 impl Job {
     pub fn kind(&self) -> &'static str {
         match self {
             Job::Cleanup => "cleanup",
             Job::WebhookDelivery { .. } => "webhook_delivery",
+            Job::RefundCheck { .. } => "refund_check",
         }
     }
 
@@ -60,13 +66,16 @@ impl Job {
             Job::Cleanup => 3,
             Job::WebhookDelivery { manual: true, .. } => 1,
             Job::WebhookDelivery { .. } => crate::webhooks::MAX_ATTEMPTS,
+            // Only a definite answer releases a held refund: keep asking (the backoff caps at
+            // 1 h, so this is about six weeks) before leaving it dead for an operator.
+            Job::RefundCheck { .. } => REFUND_CHECK_ATTEMPTS,
         }
     }
 
     /// Which workers run it.
     pub fn queue(&self) -> &'static str {
         match self {
-            Job::Cleanup => DEFAULT_QUEUE,
+            Job::Cleanup | Job::RefundCheck { .. } => DEFAULT_QUEUE,
             Job::WebhookDelivery { .. } => WEBHOOK_QUEUE,
         }
     }
@@ -74,7 +83,7 @@ impl Job {
     /// The receiver a delivery goes to: the dispatcher caps requests in flight per lane.
     pub fn lane(&self) -> Option<String> {
         match self {
-            Job::Cleanup => None,
+            Job::Cleanup | Job::RefundCheck { .. } => None,
             Job::WebhookDelivery { webhook_id, .. } => Some(webhook_id.map_or_else(
                 || crate::webhooks::PLATFORM_LANE.to_owned(),
                 |w| w.to_string(),

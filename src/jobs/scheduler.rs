@@ -28,6 +28,7 @@ pub async fn execute(st: AppState, job: Job) -> anyhow::Result<()> {
             tracing::info!(rows, jobs, "cleanup done");
             Ok(())
         }
+        Job::RefundCheck { refund_id } => crate::orders::refunds::check(&st, refund_id).await,
         // Claimed only by the webhook dispatcher, never by these workers.
         Job::WebhookDelivery { .. } => {
             anyhow::bail!("webhook deliveries run on the webhook dispatcher")

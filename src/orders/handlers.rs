@@ -2,12 +2,14 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 
 use super::model::{
     OrderFilter, OrderIn, OrderItem, OrderOut, OrderPatch, OrderStatus, RefundIn, RefundOut,
 };
 use super::payments;
-use super::store;
+use super::refunds;
+use super::store::{self, HeldRefund};
 use crate::audit::{self, Actor};
 use crate::http::auth::StoreScope;
 use crate::http::error::{AppError, ErrorCode};
@@ -284,7 +286,7 @@ fn invalid_transition(from: OrderStatus, to: OrderStatus) -> AppError {
 
 /// The stock side of a status move: fulfilment takes the reserved units off hand,
 /// cancelling releases them.
-fn move_stock(
+pub(super) fn move_stock(
     tx: &rusqlite::Transaction<'_>,
     o: &OrderOut,
     to: OrderStatus,
@@ -375,29 +377,37 @@ pub async fn update_order(
     Ok(Json(out))
 }
 
-/// What step 1 of a refund found: a new pending refund, one left pending by an earlier
-/// attempt with the same key, or one that already succeeded.
+/// What step 1 of a refund found.
 enum Held {
-    Pending(RefundOut, String),
-    Done(RefundOut),
+    /// A new refund, or a pending one no ask is running for: this request asks the provider.
+    Ask(HeldRefund),
+    /// The refund as it stands: settled, failed, or pending with another ask in flight.
+    Known(RefundOut),
 }
 
 /// Refunds part or all of the order's payment. The refund is held as pending while the
-/// provider is asked, so concurrent refunds cannot spend the same balance; a provider
-/// failure is 502 `payment_provider_failed` and records nothing.
+/// provider is asked, so concurrent refunds cannot spend the same balance. 201 when the
+/// provider confirmed it; 202 with the pending refund when its outcome is not known yet (the
+/// provider did not answer for sure, or another request with this key is asking): it stays
+/// held and is asked about again in the background. A definite refusal is 502
+/// `payment_provider_failed` and releases the amount.
 #[utoipa::path(post, path = "/stores/{store_id}/orders/{order_id}/refund", tag = "orders",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("order_id" = OrderId, Path)),
     request_body = RefundIn,
-    responses((status = 201, body = RefundOut), (status = 404, body = ErrorBody),
+    responses((status = 201, body = RefundOut, description = "The provider confirmed the refund."),
+              (status = 202, body = RefundOut,
+               description = "The outcome is not known yet: the refund is `pending`, its amount held. \
+                              Repeat the request with the same Idempotency-Key to see where it stands."),
+              (status = 404, body = ErrorBody),
               (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
-              (status = 502, body = ErrorBody)))]
+              (status = 502, body = ErrorBody, description = "The provider refused the refund.")))]
 pub async fn refund_order(
     State(st): State<AppState>,
     scope: StoreScope,
     Path(ids): Path<(StoreId, OrderId)>,
     headers: HeaderMap,
     Json(input): Json<RefundIn>,
-) -> Result<(StatusCode, Json<RefundOut>), AppError> {
+) -> Result<Response, AppError> {
     scope.require(Permission::OrdersRefund)?;
     if !(1..=MAX_CENTS).contains(&input.amount_cents) {
         return Err(AppError::field(
@@ -411,141 +421,137 @@ pub async fn refund_order(
         .map(|r| text("reason", r, 0, 500))
         .transpose()?
         .filter(|r| !r.is_empty());
-    let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
+    let (store, id, actor) = (scope.store_id, ids.1, Actor::of(&scope));
     let amount = input.amount_cents;
-    // The provider's key: the client's, or the new refund's id when it sent none.
+    // The client's key finds its refund again; without one, the refund's own id stands in.
     let refund_id = RefundId::new();
-    let key = headers
+    let client_key = headers
         .get(idempotency::HEADER)
         .and_then(|v| v.to_str().ok())
         .map_or_else(|| refund_id.to_string(), str::to_owned);
 
-    // 1. Hold the amount as a pending refund (or find this key's earlier attempt).
-    let k = key.clone();
-    let held = st
-        .db
-        .write(move |tx| {
-            if !store::order_exists(tx, store, id)? {
-                return Err(not_found());
-            }
-            if let Some(earlier) = store::refund_by_key(tx, store, id, &k)? {
-                if earlier.amount_cents != amount {
+    // The rest runs as its own task: a client that hangs up mid-way leaves neither a hold
+    // without its ask nor the provider's answer unrecorded.
+    let task = tokio::spawn(async move {
+        // 1. Hold the amount as a pending refund (or find this key's refund), with the right
+        //    to ask the provider until the lease ends and the background check behind it.
+        let now = st.clock.now();
+        let until = refunds::lease_end(&st, now);
+        let (cfg, hmac_key, k) = (st.cfg.clone(), st.hmac_key.clone(), client_key.clone());
+        let held = st
+            .db
+            .write(move |tx| {
+                if !store::order_exists(tx, store, id)? {
+                    return Err(not_found());
+                }
+                if let Some(earlier) = store::refund_by_client_key(tx, store, id, &k)? {
+                    if earlier.refund.amount_cents != amount {
+                        return Err(AppError::new(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            ErrorCode::IdempotencyKeyReused,
+                            "this Idempotency-Key was used for a refund of another amount",
+                        ));
+                    }
+                    let rid = earlier.refund.id;
+                    if earlier.refund.status == "pending"
+                        && store::start_asking(tx, rid, now, until)?
+                    {
+                        return Ok(Held::Ask(earlier));
+                    }
+                    return Ok(Held::Known(earlier.refund));
+                }
+                let Some(r) = store::refundable(tx, store, id)? else {
+                    return Err(AppError::conflict(
+                        ErrorCode::NoRefundablePayment,
+                        "the order has no approved payment to refund",
+                    ));
+                };
+                if !payments::can_refund(&cfg.payments, &r.provider) {
                     return Err(AppError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        ErrorCode::IdempotencyKeyReused,
-                        "this Idempotency-Key was used for a refund of another amount",
+                        StatusCode::BAD_GATEWAY,
+                        ErrorCode::PaymentProviderFailed,
+                        "the payment provider holding this payment is not configured",
                     ));
                 }
-                let provider = store::payment_provider(tx, earlier.payment_id)?;
-                return Ok(if earlier.status == "pending" {
-                    Held::Pending(earlier, provider)
-                } else {
-                    Held::Done(earlier)
-                });
-            }
-            let Some(r) = store::refundable(tx, store, id)? else {
-                return Err(AppError::conflict(
-                    ErrorCode::NoRefundablePayment,
-                    "the order has no approved payment to refund",
-                ));
-            };
-            if amount > r.balance_cents {
-                return Err(AppError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    ErrorCode::RefundExceedsRefundable,
-                    format!(
-                        "at most {} cents of this order can be refunded",
-                        r.balance_cents
-                    ),
-                )
-                .with_details(serde_json::json!({ "refundable_cents": r.balance_cents })));
-            }
-            let refund = RefundOut {
-                id: refund_id,
-                order_id: id,
-                payment_id: r.payment_id,
-                amount_cents: amount,
-                reason,
-                status: "pending".into(),
-                created_at: time::format(now),
-            };
-            store::insert_refund(tx, store, &refund, &k)?;
-            Ok(Held::Pending(refund, r.provider))
+                if amount > r.balance_cents {
+                    return Err(AppError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        ErrorCode::RefundExceedsRefundable,
+                        format!(
+                            "at most {} cents of this order can be refunded",
+                            r.balance_cents
+                        ),
+                    )
+                    .with_details(serde_json::json!({ "refundable_cents": r.balance_cents })));
+                }
+                let refund = RefundOut {
+                    id: refund_id,
+                    order_id: id,
+                    payment_id: r.payment_id,
+                    amount_cents: amount,
+                    reason,
+                    status: "pending".into(),
+                    created_at: time::format(now),
+                };
+                let provider_key = payments::provider_key(&hmac_key, store, r.payment_id, &k);
+                let by = store::Requester {
+                    user_id: actor.user_id,
+                    token_name: actor.token_name.as_deref(),
+                    trace_id: &actor.trace_id,
+                };
+                store::insert_refund(
+                    tx,
+                    store,
+                    &refund,
+                    &k,
+                    &provider_key,
+                    Some(until),
+                    Some(&by),
+                )?;
+                refunds::enqueue_check(tx, refund.id, until, now)?;
+                Ok(Held::Ask(HeldRefund {
+                    store_id: store,
+                    refund,
+                    provider: r.provider,
+                    provider_key,
+                    actor_user_id: Some(actor.user_id),
+                    actor_token_name: actor.token_name.clone(),
+                    trace_id: Some(actor.trace_id.clone()),
+                }))
+            })
+            .await?;
+        let held = match held {
+            Held::Known(r) => return Ok(r),
+            Held::Ask(h) => h,
+        };
+        // Tests stop a request here, as a crash would, to see the check resume its hold.
+        #[cfg(feature = "failpoints")]
+        if crate::threads::run_blocking(move || {
+            fail::fail_point!("orders::refund_before_ask", |arg| arg.as_deref()
+                == Some(client_key.as_str()));
+            false
         })
-        .await?;
-    let (refund, provider) = match held {
-        Held::Done(r) => return Ok((StatusCode::CREATED, Json(r))),
-        Held::Pending(r, p) => (r, p),
-    };
-
-    // 2 and 3 run as their own task: a client that hangs up mid-way does not leave the
-    // provider's answer unrecorded.
-    let task = tokio::spawn(async move {
-        let asked =
-            payments::refund(&st.cfg.payments, &provider, refund.payment_id, amount, &key).await;
-        let rid = refund.id;
-        if let Err(e) = asked {
-            st.db.write(move |tx| store::delete_refund(tx, rid)).await?;
-            return Err(AppError::new(
-                StatusCode::BAD_GATEWAY,
-                ErrorCode::PaymentProviderFailed,
-                format!("the payment provider did not confirm the refund: {e}"),
-            ));
+        .await
+        {
+            return Err(AppError::internal(anyhow::anyhow!(
+                "fail point: stopped before asking the provider"
+            )));
         }
-        st.db
-            .write(move |tx| settle_refund(tx, store, id, refund, &actor, now))
-            .await
+        // 2. Ask, and record the answer.
+        refunds::ask(&st, held).await
     });
-    let out = task.await.map_err(AppError::internal)??;
-    Ok((StatusCode::CREATED, Json(out)))
-}
-
-/// Records a refund the provider confirmed: the payment's and order's refunded amounts, the
-/// order's status, the customer's spend, and the event (`orders.refunded` when it is full).
-fn settle_refund(
-    tx: &rusqlite::Transaction<'_>,
-    store: StoreId,
-    id: OrderId,
-    mut refund: RefundOut,
-    actor: &Actor,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<RefundOut, AppError> {
-    refund.status = "succeeded".into();
-    store::confirm_refund(tx, &refund)?;
-    let mut o = store::load(tx, store, id)?.ok_or_else(not_found)?;
-    o.refunded_cents += refund.amount_cents;
-    let full = o.refunded_cents >= o.total_cents;
-    if o.status.refund_moves() {
-        // A paid order still holds its stock; refunded, it will not be fulfilled (the
-        // lifecycle has no way back), so the units go back on sale.
-        if o.status == OrderStatus::Paid {
-            move_stock(tx, &o, OrderStatus::Cancelled, now)?;
-        }
-        o.set_status(if full {
-            OrderStatus::Refunded
-        } else {
-            OrderStatus::PartiallyRefunded
-        });
+    let refund = task.await.map_err(AppError::internal)??;
+    match refund.status.as_str() {
+        "succeeded" => Ok((StatusCode::CREATED, Json(refund)).into_response()),
+        "failed" => Err(AppError::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorCode::PaymentProviderFailed,
+            "the payment provider refused the refund",
+        )
+        .with_details(serde_json::json!({ "refund": refund }))),
+        // Not kept for replay: a repeat of the request must see where the refund stands now.
+        _ => Ok(idempotency::no_store((StatusCode::ACCEPTED, Json(refund)))),
     }
-    o.updated_at = time::format(now);
-    store::save(tx, &o)?;
-    store::bump_customer(tx, store, o.customer_id, 0, -refund.amount_cents)?;
-    let event = if full {
-        "orders.refunded"
-    } else {
-        "orders.updated"
-    };
-    audit::change(
-        tx,
-        actor,
-        event,
-        &o,
-        "order.refunded",
-        "order",
-        &id.to_string(),
-        now,
-    )?;
-    Ok(refund)
 }
 
 #[cfg(feature = "bench-routes")]

@@ -10,13 +10,15 @@
 //!   `refunded`. Every order shows `allowed_status_transitions`.
 //! - Marking an order paid records an approved payment (provider `manual`, or `http` for API
 //!   orders when `--payments-api-base` is set). A refund never exceeds what is left of it,
-//!   pending refunds counted; a provider failure is 502 and records nothing.
+//!   pending refunds counted; it settles exactly once, an uncertain outcome stays pending
+//!   until the provider answers for sure, and only a refusal releases it (see [`refunds`]).
 //! - Every change rewrites the order's stored `rendered` JSON (what reads serve), records its event
 //!   (`orders.*`) and audit entry, all in one transaction.
 
 pub mod handlers;
 pub mod model;
 pub mod payments;
+pub mod refunds;
 pub mod store;
 
 use utoipa_axum::router::OpenApiRouter;

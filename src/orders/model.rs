@@ -198,7 +198,8 @@ pub struct RefundOut {
     pub payment_id: PaymentId,
     pub amount_cents: i64,
     pub reason: Option<String>,
-    /// `succeeded` once the provider confirmed it.
+    /// `pending` while the provider's answer is not known (the amount stays held),
+    /// `succeeded` once it confirmed the refund, `failed` once it refused it.
     pub status: String,
     pub created_at: String,
 }

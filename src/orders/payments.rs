@@ -3,11 +3,13 @@
 //! `manual` (default) needs no outside service: marking an order paid records an approved
 //! manual payment, and refunding it is recorded at once. `http` (`--payments-api-base`)
 //! refunds through the provider: `POST {base}/payments/{payment_id}/refunds` with
-//! `{amount_cents}` and the client's `Idempotency-Key`, with ureq off the async runtime.
+//! `{amount_cents}` and an `Idempotency-Key` derived from the client's ([`provider_key`]),
+//! with ureq off the async runtime.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::ids::PaymentId;
+use crate::ids::{PaymentId, StoreId};
 use crate::threads::run_blocking;
 
 /// Where payments of API orders are taken and refunded.
@@ -34,27 +36,75 @@ impl PaymentsConfig {
     }
 }
 
-/// Why the provider did not confirm a refund.
-#[derive(Debug, thiserror::Error)]
-pub enum ProviderError {
-    #[error("the payment provider answered {0}")]
-    Status(u16),
-    #[error("could not reach the payment provider: {0}")]
-    Transport(String),
-    #[error("the payment holds no provider configuration (provider {0})")]
-    NotConfigured(String),
+/// What the provider's answer to a refund request tells us.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A 2xx: the refund is made (or was, by an earlier request with the same key).
+    Refunded,
+    /// A definite refusal (a 4xx other than those below): nothing was or will be refunded.
+    Refused(u16),
+    /// No answer, or one that does not say (5xx; 408, 409, 425 and 429, which a provider
+    /// sends for a request still running or one to try later): the refund may have been
+    /// made, so it stays pending and is asked about again with the same key.
+    Uncertain(String),
 }
 
-/// Refunds `amount_cents` of a payment at its provider. Manual payments need no call.
+impl Answer {
+    fn of_status(status: u16) -> Self {
+        match status {
+            200..=299 => Self::Refunded,
+            400..=499 if !matches!(status, 408 | 409 | 425 | 429) => Self::Refused(status),
+            _ => Self::Uncertain(format!("the payment provider answered {status}")),
+        }
+    }
+}
+
+/// Whether a payment held by `provider` can be refunded with this configuration: an http
+/// payment recorded while the provider was configured cannot once it is switched off.
+pub fn can_refund(cfg: &PaymentsConfig, provider: &str) -> bool {
+    provider == "manual" || matches!(cfg, PaymentsConfig::Http { .. })
+}
+
+/// The `Idempotency-Key` the provider is sent for a refund: an HMAC of the store, the payment
+/// and the client's key, so two stores (or two payments) using the same client key never
+/// meet at a provider all stores share, and the client's key is not handed on.
+pub fn provider_key(
+    hmac_key: &[u8],
+    store: StoreId,
+    payment: PaymentId,
+    client_key: &str,
+) -> String {
+    // Ids are fixed-length UUIDs, so the fields cannot run into each other.
+    let msg = format!("refund\n{store}\n{payment}\n{client_key}");
+    // Hex: safe in any provider's key alphabet, 64 characters.
+    crate::secrets::keyed_hash(hmac_key, msg.as_bytes())
+        .iter()
+        .fold(String::with_capacity(64), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// How long one ask of the provider may take, with room for the blocking pool's queue: no
+/// second ask of the same refund starts before it ends.
+pub fn ask_lease(cfg: &PaymentsConfig) -> Duration {
+    let timeout = match cfg {
+        PaymentsConfig::Http { timeout, .. } => *timeout,
+        PaymentsConfig::Manual => Duration::ZERO,
+    };
+    timeout + Duration::from_secs(30)
+}
+
+/// Asks the provider to refund `amount_cents` of a payment. Manual payments need no call.
 pub async fn refund(
     cfg: &PaymentsConfig,
     provider: &str,
     payment: PaymentId,
     amount_cents: i64,
     idempotency_key: &str,
-) -> Result<(), ProviderError> {
+) -> Answer {
     if provider == "manual" {
-        return Ok(());
+        return Answer::Refunded;
     }
     let PaymentsConfig::Http {
         api_base,
@@ -62,9 +112,11 @@ pub async fn refund(
         timeout,
     } = cfg
     else {
-        // An http payment recorded while the provider was configured, refunded after it
-        // was switched off: refuse rather than record a refund no one made.
-        return Err(ProviderError::NotConfigured(provider.to_owned()));
+        // Switched off after an earlier ask may have reached it: only the provider can say,
+        // so keep asking once it is configured again.
+        return Answer::Uncertain(format!(
+            "no payment provider is configured for provider {provider}"
+        ));
     };
     let url = format!(
         "{}/payments/{payment}/refunds",
@@ -72,7 +124,7 @@ pub async fn refund(
     );
     let body = serde_json::json!({ "amount_cents": amount_cents }).to_string();
     let (key, api_key, timeout) = (idempotency_key.to_owned(), api_key.clone(), *timeout);
-    let result = run_blocking(move || {
+    let answer = run_blocking(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -85,22 +137,23 @@ pub async fn refund(
         if let Some(k) = api_key {
             req = req.header("Authorization", &format!("Bearer {k}"));
         }
-        let res = req
-            .send(body)
-            .map_err(|e| ProviderError::Transport(e.to_string()))?;
-        let status = res.status().as_u16();
-        if (200..300).contains(&status) {
-            Ok(())
-        } else {
-            Err(ProviderError::Status(status))
-        }
+        // A transport error may come after the request was sent: uncertain, never a refusal.
+        req.send(body).map_or_else(
+            |e| Answer::Uncertain(format!("could not reach the payment provider: {e}")),
+            |res| Answer::of_status(res.status().as_u16()),
+        )
     })
     .await;
-    match &result {
-        Ok(()) => tracing::info!(%payment, amount_cents, "refund confirmed by the provider"),
-        Err(e) => {
-            tracing::warn!(%payment, amount_cents, error = %e, "refund failed at the provider");
+    match &answer {
+        Answer::Refunded => {
+            tracing::info!(%payment, amount_cents, "refund confirmed by the provider");
+        }
+        Answer::Refused(status) => {
+            tracing::warn!(%payment, amount_cents, status, "refund refused by the provider");
+        }
+        Answer::Uncertain(why) => {
+            tracing::warn!(%payment, amount_cents, error = %why, "refund outcome unknown; it stays pending");
         }
     }
-    result
+    answer
 }

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use super::model::{OrderItem, OrderOut, OrderStatus, PaymentOut, RefundOut};
 use crate::http::error::AppError;
 use crate::http::page::{Position, RenderedJson, RenderedRows};
-use crate::ids::{CustomerId, OrderId, PaymentId, RefundId, StoreId};
+use crate::ids::{CustomerId, OrderId, PaymentId, RefundId, StoreId, TenantId, UserId};
 use crate::time;
 
 /// The store's currency: its organization's.
@@ -305,26 +305,46 @@ pub fn refundable(
     .optional()?)
 }
 
-/// The provider holding a payment.
-pub fn payment_provider(c: &Connection, payment: PaymentId) -> Result<String, AppError> {
-    Ok(
-        c.prepare_cached("SELECT provider FROM payments WHERE id = ?1")?
-            .query_row([payment], |r| r.get(0))?,
-    )
+/// A refund as stored, with what asking the provider about it needs.
+#[derive(Debug, Clone)]
+pub struct HeldRefund {
+    pub store_id: StoreId,
+    pub refund: RefundOut,
+    /// The provider holding its payment.
+    pub provider: String,
+    /// The `Idempotency-Key` every ask of this refund sends.
+    pub provider_key: String,
+    /// Who asked for it (None for refunds made before V14 or by the demo seeder).
+    pub actor_user_id: Option<UserId>,
+    pub actor_token_name: Option<String>,
+    pub trace_id: Option<String>,
 }
 
-/// Holds a refund as pending; `key` is the Idempotency-Key the provider will be sent.
+/// Who asked for a refund, kept for the audit entry of the background check.
+pub struct Requester<'a> {
+    pub user_id: UserId,
+    pub token_name: Option<&'a str>,
+    pub trace_id: &'a str,
+}
+
+/// Writes a refund (pending unless the seeder records a finished one). `asking_until` marks
+/// the ask the caller is about to make, so no other one starts before it ends.
+#[allow(clippy::too_many_arguments)]
 pub fn insert_refund(
     tx: &Transaction<'_>,
     store: StoreId,
     r: &RefundOut,
-    key: &str,
+    client_key: &str,
+    provider_key: &str,
+    asking_until: Option<DateTime<Utc>>,
+    by: Option<&Requester<'_>>,
 ) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "INSERT INTO refunds (id, store_id, order_id, payment_id, amount_cents, reason, status,
-                              provider_key, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                              client_key, provider_key, asking_until, actor_user_id,
+                              actor_token_name, trace_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         params![
             r.id,
             store,
@@ -333,27 +353,25 @@ pub fn insert_refund(
             r.amount_cents,
             r.reason,
             r.status,
-            key,
+            client_key,
+            provider_key,
+            asking_until.map(time::format),
+            by.map(|b| b.user_id),
+            by.and_then(|b| b.token_name),
+            by.map(|b| b.trace_id),
             r.created_at
         ],
     )?;
     Ok(())
 }
 
-/// The order's refund made with this provider key, if any (a retry of an attempt that got
-/// no answer).
-pub fn refund_by_key(
-    c: &Connection,
-    store: StoreId,
-    order: OrderId,
-    key: &str,
-) -> Result<Option<RefundOut>, AppError> {
-    Ok(c.prepare_cached(
-        "SELECT id, order_id, payment_id, amount_cents, reason, status, created_at
-             FROM refunds WHERE store_id = ?1 AND order_id = ?2 AND provider_key = ?3",
-    )?
-    .query_row(params![store, order, key], |r| {
-        Ok(RefundOut {
+const REFUND_COLUMNS: &str = "r.id, r.order_id, r.payment_id, r.amount_cents, r.reason, r.status,
+    r.created_at, r.store_id, p.provider, r.provider_key, r.actor_user_id, r.actor_token_name,
+    r.trace_id";
+
+fn held_row(r: &Row<'_>) -> rusqlite::Result<HeldRefund> {
+    Ok(HeldRefund {
+        refund: RefundOut {
             id: r.get(0)?,
             order_id: r.get(1)?,
             payment_id: r.get(2)?,
@@ -361,27 +379,106 @@ pub fn refund_by_key(
             reason: r.get(4)?,
             status: r.get(5)?,
             created_at: r.get(6)?,
-        })
+        },
+        store_id: r.get(7)?,
+        provider: r.get(8)?,
+        provider_key: r.get(9)?,
+        actor_user_id: r.get(10)?,
+        actor_token_name: r.get(11)?,
+        trace_id: r.get(12)?,
     })
-    .optional()?)
 }
 
-pub fn delete_refund(tx: &Transaction<'_>, id: RefundId) -> Result<(), AppError> {
-    crate::db::exec(tx, "DELETE FROM refunds WHERE id = ?1", [id])?;
+/// The order's refund made with this client key, if any (a retry, or a request racing it).
+pub fn refund_by_client_key(
+    c: &Connection,
+    store: StoreId,
+    order: OrderId,
+    key: &str,
+) -> Result<Option<HeldRefund>, AppError> {
+    let sql = format!(
+        "SELECT {REFUND_COLUMNS} FROM refunds r JOIN payments p ON p.id = r.payment_id
+         WHERE r.store_id = ?1 AND r.order_id = ?2 AND r.client_key = ?3"
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, order, key], held_row)
+        .optional()?)
+}
+
+/// A refund by id alone: the background check names only the refund.
+pub fn refund_by_id_unscoped(c: &Connection, id: RefundId) -> Result<Option<HeldRefund>, AppError> {
+    let sql = format!(
+        "SELECT {REFUND_COLUMNS} FROM refunds r JOIN payments p ON p.id = r.payment_id
+         WHERE r.id = ?1"
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row([id], held_row)
+        .optional()?)
+}
+
+/// Takes the right to ask the provider about a pending refund until `until`; false when the
+/// refund is no longer pending or another ask holds it.
+pub fn start_asking(
+    tx: &Transaction<'_>,
+    id: RefundId,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let n = crate::db::exec(
+        tx,
+        "UPDATE refunds SET asking_until = ?3
+         WHERE id = ?1 AND status = 'pending' AND (asking_until IS NULL OR asking_until <= ?2)",
+        params![id, time::format(now), time::format(until)],
+    )?;
+    Ok(n == 1)
+}
+
+/// Gives up the right to ask (the answer was uncertain): the background check asks next.
+pub fn stop_asking(tx: &Transaction<'_>, id: RefundId) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "UPDATE refunds SET asking_until = NULL WHERE id = ?1 AND status = 'pending'",
+        [id],
+    )?;
     Ok(())
 }
 
-/// Marks a pending refund succeeded and counts it against its payment.
-pub fn confirm_refund(tx: &Transaction<'_>, r: &RefundOut) -> Result<(), AppError> {
-    crate::db::exec(
+/// Marks a pending refund succeeded and counts it against its payment. False (and nothing
+/// written) when it was not pending: another request or the check settled it first.
+pub fn confirm_refund(tx: &Transaction<'_>, r: &RefundOut) -> Result<bool, AppError> {
+    let n = crate::db::exec(
         tx,
-        "UPDATE refunds SET status = 'succeeded' WHERE id = ?1",
+        "UPDATE refunds SET status = 'succeeded', asking_until = NULL
+         WHERE id = ?1 AND status = 'pending'",
         [r.id],
     )?;
-    crate::db::exec(
+    if n == 1 {
+        crate::db::exec(
+            tx,
+            "UPDATE payments SET refunded_cents = refunded_cents + ?2 WHERE id = ?1",
+            params![r.payment_id, r.amount_cents],
+        )?;
+    }
+    Ok(n == 1)
+}
+
+/// Marks a pending refund failed, which releases the amount it held. False when it was not
+/// pending.
+pub fn fail_refund(tx: &Transaction<'_>, id: RefundId) -> Result<bool, AppError> {
+    let n = crate::db::exec(
         tx,
-        "UPDATE payments SET refunded_cents = refunded_cents + ?2 WHERE id = ?1",
-        params![r.payment_id, r.amount_cents],
+        "UPDATE refunds SET status = 'failed', asking_until = NULL
+         WHERE id = ?1 AND status = 'pending'",
+        [id],
     )?;
-    Ok(())
+    Ok(n == 1)
+}
+
+/// The organization a store belongs to (the audit entry of a refund settled in the
+/// background names it).
+pub fn tenant_of(c: &Connection, store: StoreId) -> Result<TenantId, AppError> {
+    Ok(
+        c.prepare_cached("SELECT tenant_id FROM stores WHERE id = ?1")?
+            .query_row([store], |r| r.get(0))?,
+    )
 }

@@ -339,10 +339,11 @@ fn seed_orders(
                     payment_id: payment,
                     amount_cents: refund,
                     reason: Some("Produto com defeito".into()),
-                    status: "succeeded".into(),
+                    status: "pending".into(),
                     created_at: time::format(created + Duration::days(3)),
                 };
-                orders::insert_refund(tx, store, &r, &r.id.to_string())?;
+                let key = r.id.to_string();
+                orders::insert_refund(tx, store, &r, &key, &key, None, None)?;
                 orders::confirm_refund(tx, &r)?;
                 orders::bump_customer(tx, store, Some(customer), 0, -refund)?;
                 o.refunded_cents = refund;

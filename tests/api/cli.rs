@@ -221,10 +221,15 @@ fn a_database_from_a_newer_release_is_refused_untouched() {
         assert!(!out.status.success(), "{args:?}");
         assert!(stderr(&out).contains("newer release"), "{}", stderr(&out));
     }
-    // Our migrations plus the future one, nothing more applied.
+    // Our migrations plus the future one, nothing more applied. (Counted from the files:
+    // versions need not be contiguous while branches add theirs.)
+    let ours = std::fs::read_dir("migrations")
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("sql".as_ref()))
+        .count();
     assert_eq!(
         count(&db, "refinery_schema_history"),
-        merchant_admin::db::migrate::latest_version() + 1
+        i64::try_from(ours).unwrap() + 1
     );
 }
 

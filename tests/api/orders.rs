@@ -506,6 +506,16 @@ async fn status_changes_move_stock_record_the_payment_and_fire_their_events() {
     rx.expect_no_more_than(8).await;
 }
 
+/// The `Idempotency-Key` the provider is sent for a client's key on a payment of the shop.
+fn provider_key(shop: &Shop, payment: &str, client_key: &str) -> String {
+    merchant_admin::orders::payments::provider_key(
+        &shop.app.state.hmac_key,
+        shop.store.parse().unwrap(),
+        payment.parse().unwrap(),
+        client_key,
+    )
+}
+
 /// The fake provider's refund requests: (path, Idempotency-Key, amount).
 fn provider_calls(provider: &Receiver) -> Vec<(String, String, i64)> {
     provider
@@ -548,8 +558,8 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
     assert_eq!(paid["payments"][0]["provider"], "http");
     let refund_path = shop.path(&format!("orders/{}/refund", o["id"].as_str().unwrap()));
 
-    // Part of it, with a key: the provider sees the key and the amount once, however
-    // often the client replays.
+    // Part of it, with a key: the provider sees the key derived from it and the amount once,
+    // however often the client replays.
     let body = json!({"amount_cents": 1500, "reason": "damaged"});
     let first = shop
         .app
@@ -571,7 +581,11 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
     let refunds_path = format!("/payments/{payment}/refunds");
     assert_eq!(
         provider_calls(&provider),
-        vec![(refunds_path.clone(), "rf-1".to_owned(), 1500)]
+        vec![(
+            refunds_path.clone(),
+            provider_key(&shop, &payment, "rf-1"),
+            1500
+        )]
     );
     assert_eq!(provider.hits()[0].header("authorization"), "Bearer pk_test");
     let order_path = shop.path(&format!("orders/{}", o["id"].as_str().unwrap()));
@@ -594,27 +608,37 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
     }
     assert_eq!(provider.hits().len(), 1);
 
-    // The provider fails: 502, and nothing is recorded as refunded. The client retries
-    // with the same key (a 5xx is not remembered) once the provider is back.
+    // The provider fails with a 500, which does not say whether it refunded: 202 with the
+    // refund pending, nothing recorded as refunded. The client repeats the request with the
+    // same key (a 202 is not remembered) once the provider is back.
     provider.answer(&[500]);
     let body = json!({"amount_cents": 3500});
-    shop.app
+    let pending = shop
+        .app
         .post_idem_as(&refund_path, &shop.token, "rf-2", &body)
-        .await
-        .expect_error(502, "payment_provider_failed");
+        .await;
+    pending.expect(202);
+    assert_eq!(pending.body["status"], "pending");
     let unchanged = shop.app.call(get(), &order_path, &shop.token, None).await;
     assert_eq!(unchanged.body, after.body);
-    assert_eq!(shop.app.count("SELECT COUNT(*) FROM refunds").await, 1);
+    assert_eq!(
+        shop.app
+            .count("SELECT COUNT(*) FROM refunds WHERE status = 'pending'")
+            .await,
+        1
+    );
     let rest = shop
         .app
         .post_idem_as(&refund_path, &shop.token, "rf-2", &body)
         .await;
     rest.expect(201);
+    assert_eq!(rest.body["id"], pending.body["id"]);
+    let rf2 = provider_key(&shop, &payment, "rf-2");
     assert_eq!(
         provider_calls(&provider)[1..],
         [
-            (refunds_path.clone(), "rf-2".to_owned(), 3500),
-            (refunds_path.clone(), "rf-2".to_owned(), 3500)
+            (refunds_path.clone(), rf2.clone(), 3500),
+            (refunds_path.clone(), rf2, 3500)
         ]
     );
     let done = shop.app.call(get(), &order_path, &shop.token, None).await;
@@ -624,14 +648,17 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
         .await
         .expect_error(422, "refund_exceeds_refundable");
 
-    // Without a key, the refund's own id is the provider's key.
+    // Without a key, the refund's own id stands in for the client's.
     let o2 = shop.order(1).await;
-    shop.set_status(&o2, "paid").await;
+    let p2 = shop.set_status(&o2, "paid").await["payments"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let r = shop.refund(&o2, 100).await;
     r.expect(201);
     assert_eq!(
         provider.hits().last().unwrap().header("idempotency-key"),
-        r.body["id"].as_str().unwrap()
+        provider_key(&shop, &p2, r.body["id"].as_str().unwrap())
     );
 
     // A manual order's payment was taken by hand: refunding it asks no provider.
@@ -948,4 +975,439 @@ async fn a_refund_whose_client_hangs_up_is_still_recorded_once() {
     assert_eq!(shop.app.count("SELECT COUNT(*) FROM refunds").await, 1);
     let after = shop.app.call(get(), &order, &shop.token, None).await;
     assert_eq!(after.body["refunded_cents"], 1000);
+}
+
+/// A server whose API orders are paid and refunded through `provider`, its answers awaited
+/// at most `timeout`; `workers` job workers (0: the test runs the queue itself).
+async fn paying_app(
+    provider: &Receiver,
+    timeout_ms: u64,
+    workers: usize,
+) -> crate::helpers::TestApp {
+    let base = provider.base.clone();
+    spawn_app_with(move |c| {
+        c.workers = workers;
+        c.payments = merchant_admin::orders::payments::PaymentsConfig::Http {
+            api_base: base,
+            api_key: None,
+            timeout: std::time::Duration::from_millis(timeout_ms),
+        };
+    })
+    .await
+}
+
+/// The order's `refunded_cents`, its first payment's, and the status.
+async fn refunded(shop: &Shop, order: &Value) -> (i64, i64, String) {
+    let o = shop
+        .read(&format!("orders/{}", order["id"].as_str().unwrap()))
+        .await;
+    (
+        o["refunded_cents"].as_i64().unwrap(),
+        o["payments"][0]["refunded_cents"].as_i64().unwrap(),
+        o["status"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_refund_settles_exactly_once_however_many_identical_requests_race() {
+    let provider = Receiver::start().await;
+    // The provider answers slowly, so the duplicates arrive while the first is being asked.
+    provider.delay(std::time::Duration::from_millis(500));
+    let shop = Shop::open(paying_app(&provider, 5000, 1).await, 10).await;
+    let rx = Receiver::start().await;
+    shop.subscribe(&rx, &["orders.refunded", "orders.updated"])
+        .await;
+    let o = shop.order(2).await;
+    shop.set_status(&o, "paid").await;
+    let path = shop.path(&format!("orders/{}/refund", o["id"].as_str().unwrap()));
+    // Twenty clients of the store, each with its own token (so the idempotency layer, which
+    // keys by credential, lets every one through), send the same refund with the same key.
+    let mut tokens = Vec::new();
+    for _ in 0..20 {
+        tokens.push(
+            shop.app
+                .store_token(&shop.token, &shop.store, json!(["orders.refund"]))
+                .await,
+        );
+    }
+
+    for (round, (key, amount)) in [("refund-1", 1000), ("refund-2", 4000)]
+        .into_iter()
+        .enumerate()
+    {
+        let body = json!({ "amount_cents": amount });
+        let replies = futures::future::join_all(
+            tokens
+                .iter()
+                .map(|t| shop.app.post_idem_as(&path, t, key, &body)),
+        )
+        .await;
+        let mut settled = 0;
+        for r in &replies {
+            match r.status.as_u16() {
+                201 => {
+                    settled += 1;
+                    assert_eq!(r.body["status"], "succeeded");
+                }
+                // Another request with the key is asking the provider: the pending refund.
+                202 => assert_eq!(r.body["status"], "pending", "{}", r.text),
+                _ => panic!("unexpected reply: {} {}", r.status, r.text),
+            }
+            assert_eq!(r.body["id"], replies[0].body["id"]);
+            assert_eq!(r.body["amount_cents"], amount);
+        }
+        assert!(
+            settled >= 1,
+            "the request that asked answers the settled refund"
+        );
+        // The provider was asked once per refund, and the refund counted once.
+        assert_eq!(provider.hits().len(), round + 1);
+        assert_eq!(
+            shop.app
+                .count("SELECT COUNT(*) FROM refunds WHERE status = 'succeeded'")
+                .await,
+            i64::try_from(round).unwrap() + 1
+        );
+    }
+    assert_eq!(
+        refunded(&shop, &o).await,
+        (5000, 5000, "refunded".to_owned())
+    );
+    let customer = shop.read(&format!("customers/{}", shop.customer)).await;
+    assert_eq!(customer["total_spent_cents"], 0);
+    // One event per refund: the partial one an update, the rest the full refund.
+    let events: Vec<String> = rx
+        .events_in_order(2)
+        .await
+        .iter()
+        .map(|h| h.json()["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(events, ["orders.updated", "orders.refunded"]);
+    rx.expect_no_more_than(2).await;
+    // A late repeat asks nothing and answers the settled refund.
+    let again = shop
+        .app
+        .post_idem_as(
+            &path,
+            &tokens[3],
+            "refund-1",
+            &json!({ "amount_cents": 1000 }),
+        )
+        .await;
+    again.expect(201);
+    assert_eq!(provider.hits().len(), 2);
+}
+
+/// Runs one due job of the default queue.
+async fn run_job(shop: &Shop) -> merchant_admin::jobs::Outcome {
+    merchant_admin::jobs::run_once(&shop.app.state)
+        .await
+        .unwrap()
+}
+
+async fn open_refund_checks(shop: &Shop) -> i64 {
+    shop.app
+        .count("SELECT COUNT(*) FROM jobs WHERE kind = 'refund_check' AND state <> 'done'")
+        .await
+}
+
+/// Waits until every webhook delivery job has finished.
+async fn deliveries_settled(shop: &Shop) {
+    for _ in 0..500 {
+        let open = shop
+            .app
+            .count("SELECT COUNT(*) FROM jobs WHERE queue = 'webhooks' AND state <> 'done'")
+            .await;
+        if open == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("webhook deliveries did not finish");
+}
+
+#[tokio::test]
+async fn uncertain_outcomes_stay_pending_until_the_provider_answers_for_sure() {
+    use merchant_admin::jobs::Outcome;
+    let provider = Receiver::start().await;
+    let shop = Shop::open(paying_app(&provider, 300, 0).await, 10).await;
+    let rx = Receiver::start().await;
+    shop.subscribe(&rx, &["orders.refunded", "orders.updated"])
+        .await;
+    let o = shop.order(2).await;
+    let payment = shop.set_status(&o, "paid").await["payments"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = shop.path(&format!("orders/{}/refund", o["id"].as_str().unwrap()));
+    let lease = merchant_admin::orders::payments::ask_lease(&shop.app.state.cfg.payments);
+    let past_lease = chrono::Duration::from_std(lease).unwrap() + chrono::Duration::seconds(1);
+
+    // The provider does not answer within our timeout: it may have refunded, so the client
+    // hears 202 with the refund pending, and its amount stays held.
+    provider.delay(std::time::Duration::from_secs(1));
+    let first = shop
+        .app
+        .post_idem_as(
+            &path,
+            &shop.token,
+            "rf-slow",
+            &json!({"amount_cents": 3000}),
+        )
+        .await;
+    first.expect(202);
+    assert_eq!(first.body["status"], "pending");
+    assert_eq!(refunded(&shop, &o).await, (0, 0, "paid".to_owned()));
+    let over = shop.refund(&o, 2001).await;
+    over.expect_error(422, "refund_exceeds_refundable");
+    assert_eq!(over.body["details"]["refundable_cents"], 2000);
+    provider.delay(std::time::Duration::ZERO);
+
+    // The check asks again once the first ask's lease is over, with the same key. A 503
+    // still does not say: it stays pending, and the queue tries again after its backoff.
+    provider.answer(&[503]);
+    shop.app.clock.advance(past_lease);
+    assert_eq!(run_job(&shop).await, Outcome::Ran);
+    assert_eq!(refunded(&shop, &o).await, (0, 0, "paid".to_owned()));
+    assert_eq!(run_job(&shop).await, Outcome::Empty);
+    shop.app.clock.advance(chrono::Duration::seconds(12));
+    assert_eq!(run_job(&shop).await, Outcome::Ran);
+    assert_eq!(
+        refunded(&shop, &o).await,
+        (3000, 3000, "partially_refunded".to_owned())
+    );
+    let key = provider_key(&shop, &payment, "rf-slow");
+    assert_eq!(
+        provider_calls(&provider),
+        vec![(format!("/payments/{payment}/refunds"), key, 3000); 3]
+    );
+    // Settled once; the client's repeat now answers it, and asks nothing.
+    let repeat = shop
+        .app
+        .post_idem_as(
+            &path,
+            &shop.token,
+            "rf-slow",
+            &json!({"amount_cents": 3000}),
+        )
+        .await;
+    repeat.expect(201);
+    assert_eq!(repeat.body["status"], "succeeded");
+    assert_eq!(repeat.body["id"], first.body["id"]);
+    assert_eq!(provider.hits().len(), 3);
+    // The check is done. Its event is delivered before the clock moves again (a delivery in
+    // flight across a jump would be taken for a dead one and sent again).
+    assert_eq!(open_refund_checks(&shop).await, 0);
+    assert_eq!(rx.wait_for(1).await[0].json()["event"], "orders.updated");
+    deliveries_settled(&shop).await;
+
+    // Uncertain again, then definitely refused by the check: failed, the hold released.
+    provider.delay(std::time::Duration::from_secs(1));
+    let second = shop
+        .app
+        .post_idem_as(&path, &shop.token, "rf-no", &json!({"amount_cents": 2000}))
+        .await;
+    second.expect(202);
+    shop.refund(&o, 1)
+        .await
+        .expect_error(422, "refund_exceeds_refundable");
+    provider.delay(std::time::Duration::ZERO);
+    provider.answer(&[402]);
+    shop.app.clock.advance(past_lease);
+    assert_eq!(run_job(&shop).await, Outcome::Ran);
+    assert_eq!(provider.hits().len(), 5);
+    let over = shop.refund(&o, 2001).await;
+    over.expect_error(422, "refund_exceeds_refundable");
+    assert_eq!(over.body["details"]["refundable_cents"], 2000);
+    let refused = shop
+        .app
+        .post_idem_as(&path, &shop.token, "rf-no", &json!({"amount_cents": 2000}))
+        .await;
+    refused.expect_error(502, "payment_provider_failed");
+    assert_eq!(refused.body["details"]["refund"]["status"], "failed");
+    assert_eq!(refused.body["details"]["refund"]["id"], second.body["id"]);
+    assert_eq!(provider.hits().len(), 5);
+    assert_eq!(open_refund_checks(&shop).await, 0);
+
+    // A refusal answered at once: 502, and nothing stays held.
+    provider.answer(&[400]);
+    shop.refund(&o, 500)
+        .await
+        .expect_error(502, "payment_provider_failed");
+    assert_eq!(
+        refunded(&shop, &o).await,
+        (3000, 3000, "partially_refunded".to_owned())
+    );
+    shop.refund(&o, 2000).await.expect(201);
+    assert_eq!(
+        refunded(&shop, &o).await,
+        (5000, 5000, "refunded".to_owned())
+    );
+    let events: Vec<String> = rx
+        .events_in_order(2)
+        .await
+        .iter()
+        .map(|h| h.json()["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(events, ["orders.updated", "orders.refunded"]);
+    rx.expect_no_more_than(2).await;
+}
+
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn uncertain_outcomes_stay_pending_and_a_hold_never_asked_about_is_resumed() {
+    use merchant_admin::jobs::Outcome;
+    let provider = Receiver::start().await;
+    let shop = Shop::open(paying_app(&provider, 5000, 0).await, 10).await;
+    let o = shop.order(2).await;
+    let payment = shop.set_status(&o, "paid").await["payments"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = shop.path(&format!("orders/{}/refund", o["id"].as_str().unwrap()));
+    let body = json!({"amount_cents": 1200});
+
+    // The request stops after holding the amount and before asking the provider, as when
+    // the process dies there. The fail point fires for this key only.
+    fail::cfg("orders::refund_before_ask", "return(stopped-early)").unwrap();
+    let stopped = shop
+        .app
+        .post_idem_as(&path, &shop.token, "stopped-early", &body)
+        .await;
+    fail::remove("orders::refund_before_ask");
+    stopped.expect(500);
+    assert!(provider.hits().is_empty());
+    let over = shop.refund(&o, 3801).await;
+    over.expect_error(422, "refund_exceeds_refundable");
+    assert_eq!(over.body["details"]["refundable_cents"], 3800);
+
+    // Nothing asks before the hold's lease is over; then the check does, with the key.
+    assert_eq!(run_job(&shop).await, Outcome::Empty);
+    let lease = merchant_admin::orders::payments::ask_lease(&shop.app.state.cfg.payments);
+    shop.app
+        .clock
+        .advance(chrono::Duration::from_std(lease).unwrap() + chrono::Duration::seconds(1));
+    assert_eq!(run_job(&shop).await, Outcome::Ran);
+    assert_eq!(
+        provider_calls(&provider),
+        vec![(
+            format!("/payments/{payment}/refunds"),
+            provider_key(&shop, &payment, "stopped-early"),
+            1200
+        )]
+    );
+    assert_eq!(
+        refunded(&shop, &o).await,
+        (1200, 1200, "partially_refunded".to_owned())
+    );
+    let retry = shop
+        .app
+        .post_idem_as(&path, &shop.token, "stopped-early", &body)
+        .await;
+    retry.expect(201);
+    assert_eq!(retry.body["status"], "succeeded");
+    assert_eq!(provider.hits().len(), 1);
+}
+
+/// A second store on the same server with a paid API order of 2500: (token, store, order
+/// path, payment id).
+async fn other_store_with_paid_order(
+    app: &crate::helpers::TestApp,
+) -> (String, String, String, String) {
+    let (token, _) = app.member("second@example.com").await;
+    let store = app.open_store(&token, "Second").await;
+    let call = |path: &str, body: Value| {
+        let path = format!("/v1/stores/{store}/{path}");
+        let token = token.clone();
+        async move { app.call(post(), &path, &token, Some(body)).await }
+    };
+    let customer = call(
+        "customers",
+        json!({"name": "Bia", "email": "bia@example.com"}),
+    )
+    .await;
+    customer.expect(201);
+    let product = call(
+        "products",
+        json!({"title": "Cap", "variants": [{"sku": "CAP", "title": "One", "price_cents": 2500, "on_hand": 5}]}),
+    )
+    .await;
+    product.expect(201);
+    let order = call(
+        "orders",
+        json!({"customer_id": customer.body["id"],
+               "items": [{"variant_id": product.body["variants"][0]["id"], "quantity": 1}]}),
+    )
+    .await;
+    order.expect(201);
+    let order_path = format!(
+        "/v1/stores/{store}/orders/{}",
+        order.body["id"].as_str().unwrap()
+    );
+    let paid = app
+        .call(
+            patch(),
+            &order_path,
+            &token,
+            Some(json!({"status": "paid"})),
+        )
+        .await;
+    paid.expect(200);
+    let payment = paid.body["payments"][0]["id"].as_str().unwrap().to_owned();
+    (token, store, order_path, payment)
+}
+
+#[tokio::test]
+async fn provider_idempotency_keys_are_ours_so_two_stores_never_collide() {
+    use hmac::{Hmac, Mac};
+    let provider = Receiver::start().await;
+    let shop = Shop::open(paying_app(&provider, 5000, 1).await, 10).await;
+    let o = shop.order(1).await;
+    let mine = shop.set_status(&o, "paid").await["payments"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (token, store, order_path, theirs) = other_store_with_paid_order(&shop.app).await;
+
+    // Both stores' clients happen to use the same key.
+    let body = json!({"amount_cents": 700});
+    let a = shop
+        .app
+        .post_idem_as(
+            &shop.path(&format!("orders/{}/refund", o["id"].as_str().unwrap())),
+            &shop.token,
+            "refund-1",
+            &body,
+        )
+        .await;
+    a.expect(201);
+    let b = shop
+        .app
+        .post_idem_as(&format!("{order_path}/refund"), &token, "refund-1", &body)
+        .await;
+    b.expect(201);
+
+    // The provider saw two keys, neither the client's: each an HMAC, with the server's key,
+    // of the store, the payment and the client's key.
+    let ours = |store: &str, payment: &str| {
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&shop.app.state.hmac_key).unwrap();
+        mac.update(format!("refund\n{store}\n{payment}\nrefund-1").as_bytes());
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let keys: Vec<String> = provider
+        .hits()
+        .iter()
+        .map(|h| h.header("idempotency-key").to_owned())
+        .collect();
+    assert_eq!(keys, [ours(&shop.store, &mine), ours(&store, &theirs)]);
+    assert_ne!(keys[0], keys[1]);
+    assert!(keys.iter().all(|k| !k.contains("refund-1")));
+    // Each store's refund went through, on its own order.
+    assert_eq!(refunded(&shop, &o).await.0, 700);
+    let other = shop.app.call(get(), &order_path, &token, None).await;
+    assert_eq!(other.body["refunded_cents"], 700);
 }
