@@ -163,6 +163,18 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_HASH_WORKERS")]
     pub hash_workers: Option<usize>,
 
+    /// Password hashes that may wait for a hashing thread; past that, sign-ins and password
+    /// changes answer 503 with Retry-After.
+    #[arg(long, env = "MERCHANT_ADMIN_HASH_QUEUE_LIMIT", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub hash_queue_limit: u32,
+
+    /// Database reads (and, separately, writes) that may wait for a database thread; past
+    /// that, requests answer 503 with Retry-After.
+    #[arg(long, env = "MERCHANT_ADMIN_DB_QUEUE_LIMIT", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub db_queue_limit: u32,
+
     /// Where messaging-app messages (sign-in codes) go: `log` (the outbound_messages table,
     /// read with `merchant-admin dev outbox`) or `cloud` (the messaging app's Cloud API).
     #[arg(

@@ -40,6 +40,10 @@ pub struct Config {
     pub sign_in_window: chrono::Duration,
     /// Password hashes computed at once; the rest wait their turn without holding a thread.
     pub hash_workers: usize,
+    /// Hashes that may wait for a hashing thread, and database reads (writes) that may wait
+    /// for a database thread; past these, requests answer 503 instead of memory growing.
+    pub hash_queue_limit: usize,
+    pub db_queue_limit: usize,
     /// Where messaging-app messages (sign-in codes) go.
     pub msgapp: MsgappConfig,
     /// First webhook retry delay; later ones double (spec 6.1: about 10, 20, 40, 80 s).
@@ -114,6 +118,8 @@ impl Config {
             sign_in_failures: 10,
             sign_in_window: chrono::Duration::minutes(15),
             hash_workers: default_hash_workers(),
+            hash_queue_limit: 256,
+            db_queue_limit: crate::db::DEFAULT_QUEUE_LIMIT,
             msgapp: MsgappConfig::Log,
             webhook_retry_base: Duration::from_secs(10),
             webhook_timeout: Duration::from_secs(30),
@@ -146,6 +152,8 @@ impl Config {
             register_per_hour: a.register_rate_limit,
             sign_in_failures: a.sign_in_failure_limit,
             hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
+            hash_queue_limit: a.hash_queue_limit as usize,
+            db_queue_limit: a.db_queue_limit as usize,
             msgapp: msgapp_config(a)?,
             webhook_retry_base: Duration::from_secs(a.webhook_retry_base_secs.into()),
             webhook_concurrency: a.webhook_concurrency.into(),
