@@ -121,6 +121,17 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_TRUST_PROXY")]
     pub trust_proxy: bool,
 
+    /// Seconds a request may take to arrive whole, head and body, from its first byte: a
+    /// late head closes the connection, a late body is answered 408.
+    #[arg(long, env = "MERCHANT_ADMIN_REQUEST_DEADLINE_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub request_deadline_secs: u32,
+
+    /// Connections open at once; further clients wait in the accept queue.
+    #[arg(long, env = "MERCHANT_ADMIN_MAX_CONNECTIONS", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
     /// Number of background job workers.
     #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = 2)]
     pub workers: usize,

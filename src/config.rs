@@ -29,6 +29,10 @@ pub struct Config {
     pub body_timeout: Duration,
     /// How long a client may take to send a request's head (line and headers).
     pub header_read_timeout: Duration,
+    /// How long a request may take to arrive whole (head and body), from its first byte.
+    pub request_deadline: Duration,
+    /// Connections open at once; the next waits in the accept queue.
+    pub max_connections: usize,
     /// Lifetime of a session access token (`expires_in`).
     pub access_token_ttl: chrono::Duration,
     /// Lifetime of an unused refresh token (`refresh_token_expires_in`).
@@ -112,6 +116,8 @@ impl Config {
             idempotency_ttl: chrono::Duration::hours(24),
             body_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(30),
+            request_deadline: Duration::from_secs(60),
+            max_connections: 4096,
             access_token_ttl: chrono::Duration::seconds(86_400),
             refresh_token_ttl: chrono::Duration::days(30),
             register_per_hour: 10,
@@ -152,6 +158,8 @@ impl Config {
             register_per_hour: a.register_rate_limit,
             sign_in_failures: a.sign_in_failure_limit,
             hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
+            request_deadline: Duration::from_secs(a.request_deadline_secs.into()),
+            max_connections: a.max_connections as usize,
             hash_queue_limit: a.hash_queue_limit as usize,
             db_queue_limit: a.db_queue_limit as usize,
             msgapp: msgapp_config(a)?,

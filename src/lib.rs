@@ -115,12 +115,13 @@ pub async fn serve_routes(
         stop.cancel();
     });
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    let server = tokio::spawn(http::server::run(
-        listener,
-        service,
-        token.clone(),
-        st.cfg.header_read_timeout,
-    ));
+    let limits = http::server::Limits {
+        header_read_timeout: st.cfg.header_read_timeout,
+        request_deadline: st.cfg.request_deadline,
+        max_connections: st.cfg.max_connections,
+        drain: st.cfg.shutdown_grace,
+    };
+    let server = tokio::spawn(http::server::run(listener, service, token.clone(), limits));
     token.cancelled().await;
     // Give in-flight requests and jobs the grace period; then stop regardless.
     let drain = async {

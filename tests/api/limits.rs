@@ -112,3 +112,89 @@ async fn a_full_hashing_queue_answers_503_with_retry_after() {
     assert!(busy >= 1, "no registration was turned away");
     assert!(served >= 1, "the hash that got a thread was served");
 }
+
+/// Sends `head`, then `trickle` one byte every 100 ms (each gap far below the body's idle
+/// timeout) until the server hangs up; returns what the server answered and how long it took.
+async fn slowloris(addr: std::net::SocketAddr, head: &[u8], trickle: &[u8]) -> (String, Duration) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut rd, mut wr) = s.into_split();
+    let started = std::time::Instant::now();
+    wr.write_all(head).await.unwrap();
+    let trickle = trickle.to_vec();
+    let writer = tokio::spawn(async move {
+        for b in trickle {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if wr.write_all(&[b]).await.is_err() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await; // never finishes, never hangs up
+    });
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(15), rd.read_to_end(&mut buf))
+        .await
+        .expect("the server cut the slow client off")
+        .ok();
+    writer.abort();
+    (
+        String::from_utf8_lossy(&buf).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test]
+async fn a_request_body_trickled_past_the_request_deadline_gets_408_request_timeout() {
+    let app = spawn_app_with(|c| c.request_deadline = Duration::from_secs(1)).await;
+    let head = b"POST /v1/test/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
+    let (res, took) = slowloris(app.addr, head, &[b' '; 1000]).await;
+    assert!(res.starts_with("HTTP/1.1 408"), "{res}");
+    assert!(res.contains(r#""code":"request_timeout""#), "{res}");
+    assert!(res.to_ascii_lowercase().contains("x-trace-id:"), "{res}");
+    assert!(
+        took >= Duration::from_millis(900),
+        "cut off early: {took:?}"
+    );
+    assert_eq!(app.calls(), 0, "the handler never ran");
+    // A well-behaved client is served.
+    app.get("/healthz").await.expect(200);
+}
+
+#[tokio::test]
+async fn a_request_head_trickled_past_the_request_deadline_is_disconnected() {
+    let app = spawn_app_with(|c| c.request_deadline = Duration::from_secs(1)).await;
+    let head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n";
+    let (res, took) = slowloris(app.addr, head, &[b'x'; 1000]).await;
+    assert_eq!(res, "", "closed without an answer");
+    assert!(
+        took >= Duration::from_millis(900),
+        "cut off early: {took:?}"
+    );
+    app.get("/healthz").await.expect(200);
+}
+
+#[tokio::test]
+async fn connections_past_max_connections_wait_in_the_accept_queue_until_one_closes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app_with(|c| c.max_connections = 2).await;
+    let idle1 = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    let _idle2 = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await; // both accepted
+
+    let mut third = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let waited = tokio::time::timeout(Duration::from_secs(1), third.read_to_end(&mut buf)).await;
+    assert!(waited.is_err(), "answered past the cap: {buf:?}");
+
+    drop(idle1);
+    tokio::time::timeout(Duration::from_secs(10), third.read_to_end(&mut buf))
+        .await
+        .expect("served once a connection closed")
+        .unwrap();
+    let res = String::from_utf8_lossy(&buf);
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+}
