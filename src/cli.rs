@@ -146,9 +146,16 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub cleanup_interval_secs: u32,
 
-    /// Seconds to wait for in-flight requests and running jobs on shutdown.
-    #[arg(long, env = "MERCHANT_ADMIN_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
-    pub shutdown_grace_secs: u32,
+    /// Seconds from SIGTERM to exit. In-flight requests, jobs and webhook deliveries get
+    /// this long (less a second); what is left is dropped, and its jobs and deliveries put
+    /// back to run after the next start.
+    #[arg(
+        long,
+        alias = "shutdown-grace-secs",
+        env = "MERCHANT_ADMIN_SHUTDOWN_TIMEOUT_SECS",
+        default_value_t = 10
+    )]
+    pub shutdown_timeout_secs: u32,
 
     /// Lifetime of a session access token, in seconds.
     #[arg(long, env = "MERCHANT_ADMIN_ACCESS_TOKEN_TTL_SECS", default_value_t = 86_400,

@@ -19,6 +19,7 @@ pub struct Config {
     pub workers: usize,
     pub job_lease: Duration,
     pub cleanup_interval: Duration,
+    /// From the shutdown signal to the exit (`--shutdown-timeout-secs`).
     pub shutdown_grace: Duration,
     pub deprecation_date: DateTime<Utc>,
     pub sunset_date: Option<DateTime<Utc>>,
@@ -110,7 +111,7 @@ impl Config {
             workers: 2,
             job_lease: Duration::from_secs(60),
             cleanup_interval: Duration::from_secs(3600),
-            shutdown_grace: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
             deprecation_date: DateTime::from_timestamp(1_790_640_000, 0).unwrap_or_default(),
             sunset_date: None,
             idempotency_ttl: chrono::Duration::hours(24),
@@ -152,7 +153,7 @@ impl Config {
             workers: a.workers,
             job_lease: Duration::from_secs(a.job_lease_secs.into()),
             cleanup_interval: Duration::from_secs(a.cleanup_interval_secs.into()),
-            shutdown_grace: Duration::from_secs(a.shutdown_grace_secs.into()),
+            shutdown_grace: Duration::from_secs(a.shutdown_timeout_secs.into()),
             access_token_ttl: chrono::Duration::seconds(a.access_token_ttl_secs.into()),
             refresh_token_ttl: chrono::Duration::seconds(a.refresh_token_ttl_secs.into()),
             register_per_hour: a.register_rate_limit,
@@ -177,6 +178,12 @@ impl Config {
                 .transpose()?,
             ..Self::new(a.data.data_dir.clone())
         })
+    }
+
+    /// How long in-flight work may run on once shutdown begins: the shutdown timeout less a
+    /// moment (at most a second) kept for putting unfinished jobs back for the next start.
+    pub fn shutdown_drain(&self) -> Duration {
+        self.shutdown_grace - (self.shutdown_grace / 2).min(Duration::from_secs(1))
     }
 
     pub fn db_path(&self) -> PathBuf {

@@ -198,3 +198,143 @@ async fn connections_past_max_connections_wait_in_the_accept_queue_until_one_clo
     let res = String::from_utf8_lossy(&buf);
     assert!(res.starts_with("HTTP/1.1 200"), "{res}");
 }
+
+/// Sends SIGTERM and waits (up to 30 s) for the process to exit; returns its status and how
+/// long it took.
+fn terminate(child: &mut std::process::Child) -> (std::process::ExitStatus, Duration) {
+    let started = std::time::Instant::now();
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return (s, started.elapsed());
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the server did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The shutdown timeout the tests give the binary, and the slack allowed on top of it for
+/// a slow shared machine (well below the 30 s a receiver's request may take).
+const SHUTDOWN_TIMEOUT: &str = "2";
+const EXIT_WITHIN: Duration = Duration::from_secs(6);
+
+/// Starts a request whose body never finishes arriving, on its own connection.
+async fn request_mid_body(addr: std::net::SocketAddr) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        b"POST /v1/auth/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"email\":",
+    )
+    .await
+    .unwrap();
+    s
+}
+
+/// A receiver that holds the connection open does not hold the exit, and the delivery it
+/// was sent is sent again after the next start.
+// Multi-threaded: the receiver must keep answering while the test blocks on the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_exits_within_the_shutdown_timeout_with_a_webhook_in_flight() {
+    use crate::process::start;
+    use crate::webhooks::Receiver;
+    let rx = Receiver::start().await;
+    let gate = rx.hold(); // holds the connection open, never answers
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--platform-webhook-url",
+        rx.url.as_str(),
+        "--shutdown-timeout-secs",
+        SHUTDOWN_TIMEOUT,
+    ];
+    let env = [(
+        "MERCHANT_ADMIN_PLATFORM_WEBHOOK_SECRET",
+        "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
+    )];
+    let mut first = start(dir.path(), &args, &env);
+    let r = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("http://{}/v1/auth/register", first.addr))
+        .json(&serde_json::json!({"email": "a@example.com", "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    rx.wait_for(1).await; // the delivery is in flight
+    let _mid = request_mid_body(first.addr).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let (status, took) = tokio::task::spawn_blocking(move || terminate(&mut first.child))
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "graceful exit");
+    assert!(took < EXIT_WITHIN, "exited after {took:?}");
+
+    // The interrupted attempt is due again at once, and was not counted.
+    let db = merchant_admin::db::db_path(dir.path());
+    let job = move || -> (String, i64) {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row(
+                "SELECT state, attempts FROM jobs WHERE queue = 'webhooks'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+    };
+    assert_eq!(job(), ("queued".into(), 0));
+
+    // The receiver answers now; the next start sends the same delivery.
+    gate.add_permits(1000);
+    let mut second = start(dir.path(), &args, &env);
+    let hits = rx.wait_for(2).await;
+    assert_eq!(hits[1].body, hits[0].body);
+    assert_eq!(
+        hits[1].header("x-webhook-event-id"),
+        hits[0].header("x-webhook-event-id")
+    );
+    let code = tokio::task::spawn_blocking(move || {
+        crate::process::wait_for(
+            "the delivery to be recorded",
+            Duration::from_secs(20),
+            || job().0 == "done",
+        );
+        terminate(&mut second.child).0.code()
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_exits_within_the_shutdown_timeout_with_a_request_mid_body() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = crate::process::start(
+        dir.path(),
+        &["--shutdown-timeout-secs", SHUTDOWN_TIMEOUT],
+        &[],
+    );
+    let mut mid = request_mid_body(server.addr).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (status, took) = tokio::task::spawn_blocking(move || terminate(&mut server.child))
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "graceful exit");
+    assert!(took < EXIT_WITHIN, "exited after {took:?}");
+    // The stalled client was hung up on.
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), mid.read_to_end(&mut buf))
+        .await
+        .expect("the connection was closed")
+        .ok();
+}
