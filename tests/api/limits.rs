@@ -1,8 +1,8 @@
 //! Slow clients, full queues and shutdown (issue 13, items 16 and 17): the server's
 //! resources stay bounded whatever clients do.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use crate::helpers::spawn_app_with;
@@ -22,8 +22,8 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
 async fn a_full_database_queue_answers_503_with_retry_after() {
     let app = spawn_app_with(|c| c.db_queue_limit = 1).await;
     // Every reader thread stuck on a slow read, and the one queue slot taken.
-    let gate = Arc::new(std::sync::RwLock::new(()));
-    let held = gate.write().unwrap();
+    let gate = Arc::new(tokio::sync::RwLock::new(()));
+    let held = gate.clone().write_owned().await;
     let started = Arc::new(AtomicUsize::new(0));
     let mut slow = Vec::new();
     // One at a time: the queue holds one read, so a burst would be turned away too; and a
@@ -36,7 +36,7 @@ async fn a_full_database_queue_answers_503_with_retry_after() {
                 let r = db
                     .read(move |_| {
                         count.fetch_add(1, Ordering::SeqCst);
-                        drop(gate.read().unwrap_or_else(PoisonError::into_inner));
+                        drop(gate.blocking_read());
                         Ok(())
                     })
                     .await;
