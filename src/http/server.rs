@@ -289,7 +289,13 @@ pub struct RequestDeadline {
 /// passes before the body has arrived, however steadily its bytes trickle in; the handler
 /// waiting for it is dropped. A handler still running once its body is in is left alone.
 pub async fn request_deadline(req: Request, next: Next) -> Response {
-    let Some(deadline) = req.extensions().get::<RequestDeadline>().cloned() else {
+    // No timer for a request that has no body left to wait for (most GETs).
+    let Some(deadline) = req
+        .extensions()
+        .get::<RequestDeadline>()
+        .filter(|d| !d.body_done.load(Ordering::SeqCst))
+        .cloned()
+    else {
         return next.run(req).await;
     };
     let late = async {
