@@ -5,7 +5,8 @@
 //!
 //! Invariants: a job whose caller has gone (a dropped request) before it starts is skipped,
 //! as it was when callers queued on a semaphore; a panic in a job is re-raised on the caller,
-//! so it is reported like a panicking handler.
+//! so it is reported like a panicking handler; a pool's queue is bounded, and a job that
+//! finds it full is refused at once ([`QueueFull`], which requests answer with 503).
 
 /// Runs blocking work that needs no pool of its own (outbound HTTP, DNS) on tokio's blocking
 /// pool, and re-raises its panic on the caller (vaultwarden `run_blocking`).

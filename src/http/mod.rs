@@ -2,9 +2,10 @@
 //! This module imports no domain module.
 //!
 //! Per-route layers, outermost first: `trace` (trace id, client address, the log line) →
-//! request deadline (408 for a body still arriving when it passes) → `authenticate` (bearer token to principal) → `rate_limit` → header-size guard → body read timeout → `idempotency` → catch-panic →
-//! handler. `versioning`
-//! wraps the whole router, because it rewrites paths before routing.
+//! request deadline (408 for a body still arriving when it passes) → `authenticate` (bearer
+//! token to principal) → `rate_limit` → header-size guard → body read timeout →
+//! `idempotency` → catch-panic → handler. `versioning` wraps the whole router, because it
+//! rewrites paths before routing.
 
 pub mod auth;
 pub mod error;
