@@ -58,7 +58,9 @@ async fn a_full_database_queue_answers_503_with_retry_after() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(started.load(Ordering::SeqCst), 8, "the ninth read waits");
 
-    let r = app.get("/v1/test/tenants").await;
+    let r = tokio::time::timeout(Duration::from_secs(5), app.get("/v1/test/tenants"))
+        .await
+        .expect("turned away at once, not queued behind the held reads");
     r.expect_error(503, "service_unavailable");
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(r.body["details"]["retry_after_seconds"], 1);
