@@ -121,6 +121,17 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_TRUST_PROXY")]
     pub trust_proxy: bool,
 
+    /// Seconds a request may take to arrive whole, head and body, from its first byte: a
+    /// late head closes the connection, a late body is answered 408.
+    #[arg(long, env = "MERCHANT_ADMIN_REQUEST_DEADLINE_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub request_deadline_secs: u32,
+
+    /// Connections open at once; further clients wait in the accept queue.
+    #[arg(long, env = "MERCHANT_ADMIN_MAX_CONNECTIONS", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
     /// Number of background job workers.
     #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = 2)]
     pub workers: usize,
@@ -135,9 +146,16 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub cleanup_interval_secs: u32,
 
-    /// Seconds to wait for in-flight requests and running jobs on shutdown.
-    #[arg(long, env = "MERCHANT_ADMIN_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
-    pub shutdown_grace_secs: u32,
+    /// Seconds from SIGTERM to exit. In-flight requests, jobs and webhook deliveries get
+    /// this long (less a second); what is left is dropped, and its jobs and deliveries put
+    /// back to run after the next start.
+    #[arg(
+        long,
+        alias = "shutdown-grace-secs",
+        env = "MERCHANT_ADMIN_SHUTDOWN_TIMEOUT_SECS",
+        default_value_t = 10
+    )]
+    pub shutdown_timeout_secs: u32,
 
     /// Lifetime of a session access token, in seconds.
     #[arg(long, env = "MERCHANT_ADMIN_ACCESS_TOKEN_TTL_SECS", default_value_t = 86_400,
@@ -162,6 +180,18 @@ pub struct ServeArgs {
     /// Password hashes computed at once (default: half the cores, at least one).
     #[arg(long, env = "MERCHANT_ADMIN_HASH_WORKERS")]
     pub hash_workers: Option<usize>,
+
+    /// Password hashes that may wait for a hashing thread; past that, sign-ins and password
+    /// changes answer 503 with Retry-After.
+    #[arg(long, env = "MERCHANT_ADMIN_HASH_QUEUE_LIMIT", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub hash_queue_limit: u32,
+
+    /// Database reads (and, separately, writes) that may wait for a database thread; past
+    /// that, requests answer 503 with Retry-After.
+    #[arg(long, env = "MERCHANT_ADMIN_DB_QUEUE_LIMIT", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub db_queue_limit: u32,
 
     /// Where messaging-app messages (sign-in codes) go: `log` (the outbound_messages table,
     /// read with `merchant-admin dev outbox`) or `cloud` (the messaging app's Cloud API).

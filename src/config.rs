@@ -19,6 +19,7 @@ pub struct Config {
     pub workers: usize,
     pub job_lease: Duration,
     pub cleanup_interval: Duration,
+    /// From the shutdown signal to the exit (`--shutdown-timeout-secs`).
     pub shutdown_grace: Duration,
     pub deprecation_date: DateTime<Utc>,
     pub sunset_date: Option<DateTime<Utc>>,
@@ -29,6 +30,10 @@ pub struct Config {
     pub body_timeout: Duration,
     /// How long a client may take to send a request's head (line and headers).
     pub header_read_timeout: Duration,
+    /// How long a request may take to arrive whole (head and body), from its first byte.
+    pub request_deadline: Duration,
+    /// Connections open at once; the next waits in the accept queue.
+    pub max_connections: usize,
     /// Lifetime of a session access token (`expires_in`).
     pub access_token_ttl: chrono::Duration,
     /// Lifetime of an unused refresh token (`refresh_token_expires_in`).
@@ -40,6 +45,10 @@ pub struct Config {
     pub sign_in_window: chrono::Duration,
     /// Password hashes computed at once; the rest wait their turn without holding a thread.
     pub hash_workers: usize,
+    /// Hashes that may wait for a hashing thread, and database reads (writes) that may wait
+    /// for a database thread; past these, requests answer 503 instead of memory growing.
+    pub hash_queue_limit: usize,
+    pub db_queue_limit: usize,
     /// Where messaging-app messages (sign-in codes) go.
     pub msgapp: MsgappConfig,
     /// First webhook retry delay; later ones double (spec 6.1: about 10, 20, 40, 80 s).
@@ -102,18 +111,22 @@ impl Config {
             workers: 2,
             job_lease: Duration::from_secs(60),
             cleanup_interval: Duration::from_secs(3600),
-            shutdown_grace: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
             deprecation_date: DateTime::from_timestamp(1_790_640_000, 0).unwrap_or_default(),
             sunset_date: None,
             idempotency_ttl: chrono::Duration::hours(24),
             body_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(30),
+            request_deadline: Duration::from_secs(60),
+            max_connections: 4096,
             access_token_ttl: chrono::Duration::seconds(86_400),
             refresh_token_ttl: chrono::Duration::days(30),
             register_per_hour: 10,
             sign_in_failures: 10,
             sign_in_window: chrono::Duration::minutes(15),
             hash_workers: default_hash_workers(),
+            hash_queue_limit: 256,
+            db_queue_limit: crate::db::DEFAULT_QUEUE_LIMIT,
             msgapp: MsgappConfig::Log,
             webhook_retry_base: Duration::from_secs(10),
             webhook_timeout: Duration::from_secs(30),
@@ -140,12 +153,16 @@ impl Config {
             workers: a.workers,
             job_lease: Duration::from_secs(a.job_lease_secs.into()),
             cleanup_interval: Duration::from_secs(a.cleanup_interval_secs.into()),
-            shutdown_grace: Duration::from_secs(a.shutdown_grace_secs.into()),
+            shutdown_grace: Duration::from_secs(a.shutdown_timeout_secs.into()),
             access_token_ttl: chrono::Duration::seconds(a.access_token_ttl_secs.into()),
             refresh_token_ttl: chrono::Duration::seconds(a.refresh_token_ttl_secs.into()),
             register_per_hour: a.register_rate_limit,
             sign_in_failures: a.sign_in_failure_limit,
             hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
+            request_deadline: Duration::from_secs(a.request_deadline_secs.into()),
+            max_connections: a.max_connections as usize,
+            hash_queue_limit: a.hash_queue_limit as usize,
+            db_queue_limit: a.db_queue_limit as usize,
             msgapp: msgapp_config(a)?,
             webhook_retry_base: Duration::from_secs(a.webhook_retry_base_secs.into()),
             webhook_concurrency: a.webhook_concurrency.into(),
@@ -161,6 +178,12 @@ impl Config {
                 .transpose()?,
             ..Self::new(a.data.data_dir.clone())
         })
+    }
+
+    /// How long in-flight work may run on once shutdown begins: the shutdown timeout less a
+    /// moment (at most a second) kept for putting unfinished jobs back for the next start.
+    pub fn shutdown_drain(&self) -> Duration {
+        self.shutdown_grace - (self.shutdown_grace / 2).min(Duration::from_secs(1))
     }
 
     pub fn db_path(&self) -> PathBuf {

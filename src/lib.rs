@@ -80,8 +80,9 @@ pub fn app(st: &AppState, routes: Router<AppState>) -> Router {
 }
 
 /// Runs the API on `listener`, the job workers and the scheduler, until `shutdown`
-/// completes; then stops accepting, lets in-flight requests and running jobs finish (up to
-/// the grace period) and returns.
+/// completes; then stops accepting, lets in-flight requests, running jobs and webhook
+/// deliveries finish for the drain period, puts back what did not, and returns within the
+/// shutdown timeout.
 pub async fn serve(
     st: AppState,
     listener: TcpListener,
@@ -115,23 +116,24 @@ pub async fn serve_routes(
         stop.cancel();
     });
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    let server = tokio::spawn(http::server::run(
-        listener,
-        service,
-        token.clone(),
-        st.cfg.header_read_timeout,
-    ));
+    let limits = http::server::Limits {
+        header_read_timeout: st.cfg.header_read_timeout,
+        request_deadline: st.cfg.request_deadline,
+        max_connections: st.cfg.max_connections,
+        drain: st.cfg.shutdown_drain(),
+    };
+    let server = tokio::spawn(http::server::run(listener, service, token.clone(), limits));
     token.cancelled().await;
-    // Give in-flight requests and jobs the grace period; then stop regardless.
+    // In-flight requests, jobs and deliveries get the drain period, after which each part
+    // puts back what it had not finished; at the shutdown timeout, stop regardless.
     let drain = async {
         let served = server.await;
         while tasks.join_next().await.is_some() {}
         served
     };
-    let grace = st.cfg.shutdown_grace;
-    match tokio::time::timeout(grace + std::time::Duration::from_secs(1), drain).await {
+    match tokio::time::timeout(st.cfg.shutdown_grace, drain).await {
         Ok(served) => served?,
-        Err(_) => tracing::warn!("shutdown grace period over; exiting with work in flight"),
+        Err(_) => tracing::warn!("shutdown timeout over; exiting with work in flight"),
     }
     tracing::info!("stopped");
     Ok(())

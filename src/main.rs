@@ -55,7 +55,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => {
             let cfg = Config::from_serve_args(&args)?;
             let rt = tokio::runtime::Runtime::new()?;
-            rt.block_on(async {
+            let served = rt.block_on(async {
                 // Opening migrates the database: blocking work, kept off the async workers.
                 let st =
                     tokio::task::spawn_blocking(move || AppState::open(cfg, Arc::new(SystemClock)))
@@ -64,7 +64,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("binding {}", st.cfg.addr))?;
                 serve(st, listener, shutdown_signal()).await
-            })
+            });
+            // Dropping the runtime would wait for blocking work still running (a webhook
+            // request to a receiver that holds the connection open); its delivery was put
+            // back for the next start, so it must not hold the exit.
+            rt.shutdown_background();
+            served
         }
         Command::Setup(args) => run_setup(&args),
         Command::Backup(args) => {

@@ -54,7 +54,7 @@ impl AppState {
         std::fs::create_dir_all(&cfg.data_dir)
             .with_context(|| format!("creating data directory {}", cfg.data_dir.display()))?;
         let lock = lock_data_dir(&cfg.data_dir)?;
-        let db = Db::open(&cfg.db_path())
+        let db = Db::open_with_queue(&cfg.db_path(), cfg.db_queue_limit)
             .with_context(|| format!("opening {}", cfg.db_path().display()))?;
         // The `users` CLI writes to the same file while the server runs.
         db.watch_other_processes(&cfg.db_path())?;
@@ -71,7 +71,7 @@ impl AppState {
         let key = server_key("cursor")?;
         let hmac_key: Arc<[u8]> = server_key("hmac")?.into();
         let limits = RateLimits::new(&cfg, clock.clone());
-        let hasher = Hasher::new(cfg.hash_workers);
+        let hasher = Hasher::new(cfg.hash_workers, cfg.hash_queue_limit);
         let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
         let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
         Ok(Self(Arc::new(Shared {

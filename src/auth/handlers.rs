@@ -75,11 +75,7 @@ pub async fn register(
             .get(header::ACCEPT_LANGUAGE)
             .and_then(|v| v.to_str().ok()),
     );
-    let hash = st
-        .hasher
-        .hash(input.password)
-        .await
-        .map_err(AppError::internal)?;
+    let hash = st.hasher.hash(input.password).await?;
     let now = st.clock.now();
     let user = st
         .db
@@ -264,11 +260,14 @@ pub async fn guarded_password_check(
             store::record_failure(tx, &e, &a, FailureKind::Checking, now)
         })
         .await?;
-    let ok = st.hasher.verify(password, phc).await;
+    let checked = st.hasher.verify(password, phc).await;
+    // A right password is no failure, and neither is one never checked (the hashing queue
+    // was full: 503).
+    let cleared = !matches!(checked, Ok(false));
     st.db
-        .write(move |tx| store::settle_attempt(tx, attempt, ok))
+        .write(move |tx| store::settle_attempt(tx, attempt, cleared))
         .await?;
-    Ok(ok)
+    checked
 }
 
 /// Trades a refresh token for a new pair (spec 3: first use rotates; a retry within 30 s
@@ -380,11 +379,7 @@ pub async fn change_password(
         return Err(AppError::validation([("new_password", m)]));
     }
     let user = confirm_password(&st, &p, addr, input.current_password).await?;
-    let hash = st
-        .hasher
-        .hash(input.new_password)
-        .await
-        .map_err(AppError::internal)?;
+    let hash = st.hasher.hash(input.new_password).await?;
     let (id, keep, now) = (user.id, p.session_id(), st.clock.now());
     st.db
         .write(move |tx| {

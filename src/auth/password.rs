@@ -5,6 +5,8 @@
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 
+use crate::http::error::AppError;
+
 pub const MIN_LEN: usize = 8;
 pub const MAX_BYTES: usize = 256;
 
@@ -76,25 +78,40 @@ fn lower_priority() {
 }
 
 impl Hasher {
-    pub fn new(workers: usize) -> Self {
+    /// `workers` threads, with room for `queue` hashes waiting for one; past that, callers
+    /// are answered 503.
+    pub fn new(workers: usize, queue: usize) -> Self {
         Self {
-            pool: crate::threads::Threads::new("argon2", workers, lower_priority),
+            pool: crate::threads::Threads::new("argon2", workers, queue, lower_priority),
             dummy: std::sync::Arc::default(),
         }
     }
 
-    /// Runs `f` on the hashing threads.
-    pub async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        self.pool.run(f).await
+    /// Runs `f` on the hashing threads; 503 when their queue is full.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, AppError> {
+        // Tests stage a busy hasher with `hasher::run=sleep(..)`.
+        #[cfg(feature = "failpoints")]
+        let f = move || {
+            fail::fail_point!("hasher::run");
+            f()
+        };
+        Ok(self.pool.run(f).await?)
     }
 
-    pub async fn hash(&self, password: String) -> anyhow::Result<String> {
-        self.run(move || hash(&password)).await
+    /// 503 when the hashing queue is full.
+    pub async fn hash(&self, password: String) -> Result<String, AppError> {
+        self.run(move || hash(&password))
+            .await?
+            .map_err(AppError::internal)
     }
 
     /// Checks `password` against `phc`, or against a dummy hash when there is none (unknown
-    /// account), so both cases cost the same. Returns false for the dummy.
-    pub async fn verify(&self, password: String, phc: Option<String>) -> bool {
+    /// account), so both cases cost the same. Returns false for the dummy; 503 when the
+    /// hashing queue is full.
+    pub async fn verify(&self, password: String, phc: Option<String>) -> Result<bool, AppError> {
         let dummy = self.dummy.clone();
         self.run(move || match phc {
             Some(phc) => verify(&password, &phc),

@@ -30,6 +30,10 @@ pub const DB_FILE: &str = "merchant-admin.db";
 /// Reader connections in the pool.
 const READERS: u32 = 8;
 
+/// Reads (and, separately, writes) that may wait for a database thread before callers are
+/// answered 503 (`--db-queue-limit`).
+pub const DEFAULT_QUEUE_LIMIT: usize = 1024;
+
 /// How much of the database file each connection maps into memory.
 const MMAP_BYTES: i64 = 1 << 30;
 
@@ -97,6 +101,12 @@ pub struct Db {
 impl Db {
     /// Opens the database file (creating it), runs migrations, and builds the reader pool.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
+        Self::open_with_queue(path, DEFAULT_QUEUE_LIMIT)
+    }
+
+    /// [`Db::open`] with room for `queue_limit` reads and as many writes waiting for a
+    /// thread; past that, `read` and `write` answer 503 at once.
+    pub fn open_with_queue(path: &Path, queue_limit: usize) -> anyhow::Result<Self> {
         let mut writer = open_connection(path)?;
         migrate::run(&mut writer)?;
 
@@ -132,8 +142,13 @@ impl Db {
         Ok(Self {
             writer: Arc::new(Mutex::new(writer)),
             readers,
-            read_threads: crate::threads::Threads::new("db-read", READERS as usize, || {}),
-            write_thread: crate::threads::Threads::new("db-write", 1, || {}),
+            read_threads: crate::threads::Threads::new(
+                "db-read",
+                READERS as usize,
+                queue_limit,
+                || {},
+            ),
+            write_thread: crate::threads::Threads::new("db-write", 1, queue_limit, || {}),
             job_inserted,
             jobs_ready: Arc::new(Notify::new()),
             credentials_touched,
@@ -189,7 +204,7 @@ impl Db {
         F: FnOnce(&Connection) -> Result<T, AppError> + Send + 'static,
     {
         let readers = self.readers.clone();
-        self.read_threads.run(move || f(&*readers.get()?)).await
+        self.read_threads.run(move || f(&*readers.get()?)).await?
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer, off the async runtime.
@@ -199,7 +214,7 @@ impl Db {
         F: FnOnce(&Transaction<'_>) -> Result<T, AppError> + Send + 'static,
     {
         let db = self.clone();
-        self.write_thread.run(move || db.write_blocking(f)).await
+        self.write_thread.run(move || db.write_blocking(f)).await?
     }
 
     /// The synchronous form of [`Db::read`], for code already on a blocking thread.

@@ -55,6 +55,7 @@ pub enum ErrorCode {
     InsufficientStock,
     NoRefundablePayment,
     ActionAlreadyUndone,
+    RequestTimeout,
     PayloadTooLarge,
     ValidationFailed,
     IdempotencyKeyReused,
@@ -197,6 +198,22 @@ impl AppError {
         }
     }
 
+    /// 408 `request_timeout`: the request's body did not arrive within the request deadline.
+    pub fn request_timeout() -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::RequestTimeout,
+            "the request did not arrive in time",
+        )
+    }
+
+    /// 503 `service_unavailable` with `Retry-After`: a work queue (database, password
+    /// hashing) is full, so the request is turned away rather than queued without bound.
+    pub fn overloaded() -> Self {
+        Self::unavailable("the server is busy; retry shortly")
+            .with_details(json!({ "retry_after_seconds": 1 }))
+    }
+
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -240,7 +257,12 @@ impl IntoResponse for AppError {
         let retry_after = body
             .details
             .as_ref()
-            .filter(|_| self.code == ErrorCode::RateLimited)
+            .filter(|_| {
+                matches!(
+                    self.code,
+                    ErrorCode::RateLimited | ErrorCode::ServiceUnavailable
+                )
+            })
             .and_then(|d| d.get("retry_after_seconds"))
             .and_then(Value::as_u64);
         let mut res = (self.status, axum::Json(body)).into_response();
@@ -252,6 +274,13 @@ impl IntoResponse for AppError {
             res.extensions_mut().insert(ErrorSource(Arc::new(source)));
         }
         res
+    }
+}
+
+impl From<crate::threads::QueueFull> for AppError {
+    fn from(e: crate::threads::QueueFull) -> Self {
+        tracing::warn!(error = %e, "turned a request away");
+        Self::overloaded()
     }
 }
 

@@ -23,7 +23,7 @@ pub enum Outcome {
     Empty,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Claimed {
     pub id: JobId,
     pub job: Result<Job, String>,
@@ -259,7 +259,7 @@ pub fn fail_at(
 }
 
 /// Puts a job back without counting the attempt (shutdown came before it finished).
-fn release(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
+pub fn release(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "UPDATE jobs SET state = 'queued', lease_until = NULL, attempts = attempts - 1,
@@ -316,11 +316,11 @@ where
             #[cfg(feature = "failpoints")]
             crate::threads::run_blocking(|| fail::fail_point!("jobs::execute")).await;
             let run = handler(st.clone(), job.clone());
-            let grace = st.cfg.shutdown_grace;
+            let drain = st.cfg.shutdown_drain();
             tokio::select! {
                 r = run => Some(r),
                 () = keep_lease(st, &claimed) => Some(Err(anyhow::anyhow!("lost the job's lease"))),
-                () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => None,
+                () = async { shutdown.cancelled().await; tokio::time::sleep(drain).await } => None,
             }
         }
     };

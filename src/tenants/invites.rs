@@ -234,11 +234,7 @@ pub async fn accept_invite(
     } else {
         password::check_rules(&input.password)
             .map_err(|m| AppError::validation([("password", m)]))?;
-        let hash = st
-            .hasher
-            .hash(input.password)
-            .await
-            .map_err(AppError::internal)?;
+        let hash = st.hasher.hash(input.password).await?;
         let locale = Locale::from_accept_language(
             headers
                 .get(header::ACCEPT_LANGUAGE)

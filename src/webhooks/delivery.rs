@@ -110,25 +110,31 @@ fn lease(cfg: &Config) -> Duration {
         .max(cfg.webhook_timeout + Duration::from_secs(30))
 }
 
-/// Runs until `shutdown`, then waits for the deliveries in flight (each bounded by the
-/// timeout) before returning.
+/// Runs until `shutdown`, then waits for the deliveries in flight for the drain period;
+/// those still waiting for their receiver then are dropped and put back, due at once and
+/// with the attempt not counted, so the next start sends them.
 pub async fn run(st: AppState, shutdown: CancellationToken) {
     let d = st.webhooks.clone();
     let wake = st.db.jobs_ready().clone();
     let mut tasks = tokio::task::JoinSet::new();
+    // The claim each delivery task holds, until the task ends.
+    let mut flying: HashMap<tokio::task::Id, Claimed> = HashMap::new();
     while !shutdown.is_cancelled() {
         let enqueued = wake.notified();
         let freed = d.freed.notified();
         tokio::pin!(enqueued, freed);
         enqueued.as_mut().enable();
         freed.as_mut().enable();
-        while tasks.try_join_next().is_some() {}
+        while let Some(ended) = tasks.try_join_next_with_id() {
+            flying.remove(&task_id(&ended));
+        }
 
         let next_due = match claim_round(&st).await {
             Ok((claimed, next_due)) => {
                 let any = !claimed.is_empty();
                 for c in claimed {
-                    tasks.spawn(deliver(st.clone(), c));
+                    let task = tasks.spawn(deliver(st.clone(), c.clone()));
+                    flying.insert(task.id(), c);
                 }
                 if any {
                     continue; // there may be more due work for the slots left
@@ -151,7 +157,52 @@ pub async fn run(st: AppState, shutdown: CancellationToken) {
             () = shutdown.cancelled() => {}
         }
     }
-    while tasks.join_next().await.is_some() {}
+    let finish = async {
+        while let Some(ended) = tasks.join_next_with_id().await {
+            flying.remove(&task_id(&ended));
+        }
+    };
+    if tokio::time::timeout(st.cfg.shutdown_drain(), finish)
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    // The request itself runs on a blocking thread until its own timeout; its answer is
+    // no longer awaited, and the receiver may see the delivery again after the restart.
+    tasks.abort_all();
+    while let Some(ended) = tasks.join_next_with_id().await {
+        if ended.is_ok() {
+            flying.remove(&task_id(&ended));
+        }
+    }
+    let left: Vec<Claimed> = flying.into_values().collect();
+    let (n, now) = (left.len(), st.clock.now());
+    // A delivery that settled before it was dropped is no longer running: left alone.
+    let put_back = st
+        .db
+        .write(move |tx| {
+            for c in &left {
+                worker::release(tx, c, now)?;
+            }
+            Ok(())
+        })
+        .await;
+    match put_back {
+        Ok(()) => tracing::info!(
+            deliveries = n,
+            "shutting down: deliveries in flight put back for the next start"
+        ),
+        // Their lease runs out and they are taken again then.
+        Err(e) => tracing::warn!(error = ?e, "shutting down: deliveries could not be put back"),
+    }
+}
+
+fn task_id<T>(ended: &Result<(tokio::task::Id, T), tokio::task::JoinError>) -> tokio::task::Id {
+    match ended {
+        Ok((id, _)) => *id,
+        Err(e) => e.id(),
+    }
 }
 
 /// Claims what the free slots allow, lane by lane; also says when the next queued job is

@@ -967,7 +967,7 @@ async fn a_lock_made_of_attempts_still_being_checked_answers_retry_after_1() {
     assert_eq!(r.header("retry-after"), Some("1"), "{}", r.text);
 
     release.send(()).unwrap();
-    held.await.unwrap().unwrap();
+    held.await.unwrap().unwrap().unwrap();
     for l in logins {
         assert_eq!(l.await.unwrap().unwrap().status(), 200);
     }

@@ -10,6 +10,7 @@ mod idempotency;
 mod identity;
 mod inventory;
 mod jobs;
+mod limits;
 mod logging;
 mod members;
 mod msgapp;
