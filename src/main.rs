@@ -101,7 +101,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Migrate(args) => {
-            std::fs::create_dir_all(&args.data_dir)?;
+            db::create_data_dir(&args.data_dir)?;
             let mut c = db::open_connection(&db::db_path(&args.data_dir))?;
             migrate::run(&mut c)?;
             println!(
@@ -194,7 +194,7 @@ fn run_setup(args: &SetupArgs) -> anyhow::Result<()> {
         store_name: value_or_prompt(args.store_name.as_ref(), "store-name", "Store name", false)?,
         demo: args.demo,
     };
-    std::fs::create_dir_all(&args.data.data_dir)?;
+    db::create_data_dir(&args.data.data_dir)?;
     let db = Db::open(&db::db_path(&args.data.data_dir))?;
     let out = setup::run(&db, SystemClock.now(), &input)?;
     println!("{}", serde_json::to_string(&out)?);

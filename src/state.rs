@@ -51,7 +51,7 @@ impl AppState {
     /// Creates the data directory if needed, takes its lock, opens (and migrates) the
     /// database and loads the server's keys. Blocking: call it off the async runtime.
     pub fn open(cfg: Config, clock: SharedClock) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&cfg.data_dir)
+        crate::db::create_data_dir(&cfg.data_dir)
             .with_context(|| format!("creating data directory {}", cfg.data_dir.display()))?;
         let lock = lock_data_dir(&cfg.data_dir)?;
         let db = Db::open(&cfg.db_path())
