@@ -75,15 +75,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 r.bytes,
                 r.duration.as_millis()
             );
-            let key = args
-                .data
-                .data_dir
-                .join(merchant_admin::secrets::SEAL_KEY_FILE);
-            if key.exists() {
+            let dir = &args.data.data_dir;
+            let keys: Vec<String> = [
+                merchant_admin::secrets::SEAL_KEY_FILE,
+                merchant_admin::db::keys::HMAC_KEY_FILE,
+            ]
+            .iter()
+            .map(|f| dir.join(f))
+            .filter(|p| p.exists())
+            .map(|p| p.display().to_string())
+            .collect();
+            if !keys.is_empty() {
                 eprintln!(
-                    "note: webhook secrets are sealed with {}, which is not in the backup; \
-                     keep a copy of it with your backups",
-                    key.display()
+                    "note: webhook and TOTP secrets are sealed, and codes hashed, with keys kept \
+                     outside the database ({}); they are not in the backup: keep a copy of \
+                     them with your backups",
+                    keys.join(", ")
                 );
             }
             Ok(())

@@ -54,31 +54,21 @@ impl AppState {
         crate::db::create_data_dir(&cfg.data_dir)
             .with_context(|| format!("creating data directory {}", cfg.data_dir.display()))?;
         let lock = lock_data_dir(&cfg.data_dir)?;
+        let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
+        let keys = prepare_at_rest(&cfg, &secret_box)?;
         let db = Db::open(&cfg.db_path())
             .with_context(|| format!("opening {}", cfg.db_path().display()))?;
         // The `users` CLI writes to the same file while the server runs.
         db.watch_other_processes(&cfg.db_path())?;
-        let server_key = |name: &'static str| -> anyhow::Result<Vec<u8>> {
-            db.read_blocking(|c| {
-                Ok(
-                    c.query_row("SELECT key FROM server_keys WHERE name = ?1", [name], |r| {
-                        r.get(0)
-                    })?,
-                )
-            })
-            .map_err(|e| anyhow::anyhow!("reading the server key {name}: {e:?}"))
-        };
-        let key = server_key("cursor")?;
-        let hmac_key: Arc<[u8]> = server_key("hmac")?.into();
+        let hmac_key: Arc<[u8]> = keys.hmac.into();
         let limits = RateLimits::new(&cfg, clock.clone());
         let hasher = Hasher::new(cfg.hash_workers);
-        let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
         let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
         Ok(Self(Arc::new(Shared {
             db,
             cfg: Arc::new(cfg),
             clock,
-            cursor_key: CursorKey::new(key),
+            cursor_key: CursorKey::new(keys.cursor),
             hmac_key,
             limits: Arc::new(limits),
             tokens: Arc::default(),
@@ -89,4 +79,18 @@ impl AppState {
             _lock: Arc::new(lock),
         })))
     }
+}
+
+/// Migrates the database and brings what it holds at rest up to date before anything else
+/// opens it: the HMAC keys move out to their file. On its own connection, so that the
+/// pages the old values sat in can be zeroed and the WAL holding them truncated.
+fn prepare_at_rest(
+    cfg: &Config,
+    _secret_box: &crate::secrets::SecretBox,
+) -> anyhow::Result<crate::db::keys::ServerKeys> {
+    let path = cfg.db_path();
+    let mut c =
+        crate::db::open_connection(&path).with_context(|| format!("opening {}", path.display()))?;
+    crate::db::migrate::run(&mut c)?;
+    crate::db::keys::load(&cfg.data_dir, &mut c)
 }

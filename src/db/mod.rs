@@ -12,6 +12,7 @@
 //!   which was a tenth of a list request's CPU.
 
 pub mod backup;
+pub mod keys;
 pub mod migrate;
 
 use std::path::{Path, PathBuf};

@@ -488,6 +488,7 @@ fn data_dir_is_created_0700_and_database_wal_shm_backups_and_replaced_copies_are
         "merchant-admin.db-wal",
         "merchant-admin.db-shm",
         "secrets.key",
+        "hmac.key",
     ] {
         assert_eq!(mode(&dir.join(f)), 0o600, "{f} while serving");
     }
