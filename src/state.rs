@@ -82,15 +82,30 @@ impl AppState {
 }
 
 /// Migrates the database and brings what it holds at rest up to date before anything else
-/// opens it: the HMAC keys move out to their file. On its own connection, so that the
-/// pages the old values sat in can be zeroed and the WAL holding them truncated.
+/// opens it: the HMAC keys move out to their file, plain TOTP secrets are sealed. On its own
+/// connection, so that the bytes the old values sat in are zeroed (`secure_delete`) and the
+/// WAL that still holds them is truncated. Each step is idempotent: a crash mid-way is
+/// finished by the next start.
 fn prepare_at_rest(
     cfg: &Config,
-    _secret_box: &crate::secrets::SecretBox,
+    secret_box: &crate::secrets::SecretBox,
 ) -> anyhow::Result<crate::db::keys::ServerKeys> {
     let path = cfg.db_path();
     let mut c =
         crate::db::open_connection(&path).with_context(|| format!("opening {}", path.display()))?;
     crate::db::migrate::run(&mut c)?;
-    crate::db::keys::load(&cfg.data_dir, &mut c)
+    c.pragma_update(None, "secure_delete", true)?;
+    let keys = crate::db::keys::load(&cfg.data_dir, &mut c)?;
+    let tx = c.transaction()?;
+    let sealed = crate::auth::store::seal_plain_totp_secrets(&tx, secret_box)
+        .map_err(|e| anyhow::anyhow!("sealing TOTP secrets: {e:?}"))?;
+    tx.commit()?;
+    if sealed > 0 {
+        tracing::info!(
+            users = sealed,
+            "sealed TOTP secrets stored by an older release"
+        );
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    }
+    Ok(keys)
 }

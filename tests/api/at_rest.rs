@@ -1,8 +1,11 @@
 //! Secrets at rest (issue 13, items 10-12 and 15): what someone holding a copy of the
 //! database file, but not the key files beside it, can read.
 
+use chrono::Duration;
+use serde_json::json;
+
 use crate::helpers::{TestApp, spawn_app, spawn_app_at};
-use crate::two_factor::verify_recovery;
+use crate::two_factor::{rfc6238, verify_recovery};
 
 /// The database file and its WAL, as an attacker with a copy of the directory sees them.
 fn raw_db(app: &TestApp) -> Vec<u8> {
@@ -103,4 +106,116 @@ async fn hmac_key_of_an_upgraded_database_moves_to_the_file_and_recovery_codes_s
     assert_eq!(std::fs::read(&file).unwrap(), keys);
     let ch = app.challenge("ana@example.com").await;
     verify_recovery(&app, &ch, &codes[2]).await.expect(200);
+}
+
+/// The stored type of each TOTP column of a user ("blob" once sealed, "text" when plain).
+async fn totp_types(app: &TestApp, email: &'static str) -> (String, String) {
+    app.state
+        .db
+        .read(move |c| {
+            Ok(c.query_row(
+                "SELECT typeof(totp_secret), typeof(totp_pending_secret) FROM users
+                 WHERE email = ?1",
+                [email],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?)
+        })
+        .await
+        .unwrap()
+}
+
+/// Starts TOTP setup without enabling it; returns the session token and pending secret.
+async fn pending_totp(app: &TestApp, email: &str) -> (String, String) {
+    let s = app.signed_in(email).await;
+    let token = s["token"].as_str().unwrap().to_string();
+    let r = app
+        .authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", &token, None)
+        .await;
+    r.expect(200);
+    (token, r.body["secret"].as_str().unwrap().to_string())
+}
+
+#[tokio::test]
+async fn totp_secrets_are_sealed_at_rest_and_sign_in_with_totp_still_works() {
+    let app = spawn_app().await;
+    let (_, enabled) = app.with_totp("ana@example.com").await;
+    let (_, pending) = pending_totp(&app, "bo@example.com").await;
+    let raw = raw_db(&app);
+    for s in [&enabled, &pending] {
+        assert!(!contains(&raw, s.as_bytes()), "a TOTP secret stored plain");
+    }
+    assert_eq!(totp_types(&app, "ana@example.com").await.0, "blob");
+    assert_eq!(totp_types(&app, "bo@example.com").await.1, "blob");
+
+    app.clock.advance(Duration::seconds(60)); // past the code used to enable
+    let ch = app.challenge("ana@example.com").await;
+    app.verify_totp(&ch, &rfc6238(&enabled, app.now_unix()))
+        .await
+        .expect(200);
+}
+
+#[tokio::test]
+async fn totp_secrets_stored_plain_by_an_older_release_are_sealed_on_start_and_still_verify() {
+    let app = spawn_app().await;
+    let (_, enabled) = app.with_totp("ana@example.com").await;
+    let (_, _) = pending_totp(&app, "bo@example.com").await;
+    let now = app.clock_now();
+    let (stopped, dir) = app.stop().await;
+    stopped.unwrap();
+
+    // What the release before this one wrote: the base32 secrets as text.
+    let pending = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP";
+    let c = rusqlite::Connection::open(dir.path().join("merchant-admin.db")).unwrap();
+    c.execute(
+        "UPDATE users SET totp_secret = ?1 WHERE email = 'ana@example.com'",
+        [&enabled],
+    )
+    .unwrap();
+    c.execute(
+        "UPDATE users SET totp_pending_secret = ?1 WHERE email = 'bo@example.com'",
+        [pending],
+    )
+    .unwrap();
+    drop(c);
+
+    let app = spawn_app_at(dir, now, |_| {}).await;
+    assert_eq!(totp_types(&app, "ana@example.com").await.0, "blob");
+    assert_eq!(totp_types(&app, "bo@example.com").await.1, "blob");
+    let raw = raw_db(&app);
+    for s in [enabled.as_str(), pending] {
+        assert!(!contains(&raw, s.as_bytes()), "{s} still stored plain");
+    }
+
+    app.clock.advance(Duration::seconds(60));
+    let ch = app.challenge("ana@example.com").await;
+    app.verify_totp(&ch, &rfc6238(&enabled, app.now_unix()))
+        .await
+        .expect(200);
+    // The pending secret still confirms setup.
+    let bo = app.login_as("bo@example.com", "test device").await;
+    bo.expect(200);
+    app.authed(
+        reqwest::Method::POST,
+        "/v1/me/2fa/totp/enable",
+        bo.body["token"].as_str().unwrap(),
+        Some(json!({"totp_code": rfc6238(pending, app.now_unix())})),
+    )
+    .await
+    .expect(204);
+
+    // A second start finds nothing left to seal and changes nothing.
+    let before = std::fs::read(app.data_dir.path().join("hmac.key")).unwrap();
+    let now = app.clock_now();
+    let (stopped, dir) = app.stop().await;
+    stopped.unwrap();
+    let app = spawn_app_at(dir, now, |_| {}).await;
+    assert_eq!(
+        std::fs::read(app.data_dir.path().join("hmac.key")).unwrap(),
+        before
+    );
+    app.clock.advance(Duration::seconds(60));
+    let ch = app.challenge("ana@example.com").await;
+    app.verify_totp(&ch, &rfc6238(&enabled, app.now_unix()))
+        .await
+        .expect(200);
 }

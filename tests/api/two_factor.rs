@@ -72,7 +72,7 @@ impl TestApp {
         self.send(req).await
     }
 
-    fn now_unix(&self) -> i64 {
+    pub(crate) fn now_unix(&self) -> i64 {
         self.clock_now().timestamp()
     }
 
