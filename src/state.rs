@@ -82,7 +82,8 @@ impl AppState {
 }
 
 /// Migrates the database and brings what it holds at rest up to date before anything else
-/// opens it: the HMAC keys move out to their file, plain TOTP secrets are sealed. On its own
+/// opens it: the HMAC keys move out to their file, plain TOTP secrets are sealed, and
+/// without the `log` provider secret-bearing outbound messages are blanked. On its own
 /// connection, so that the bytes the old values sat in are zeroed (`secure_delete`) and the
 /// WAL that still holds them is truncated. Each step is idempotent: a crash mid-way is
 /// finished by the next start.
@@ -99,12 +100,25 @@ fn prepare_at_rest(
     let tx = c.transaction()?;
     let sealed = crate::auth::store::seal_plain_totp_secrets(&tx, secret_box)
         .map_err(|e| anyhow::anyhow!("sealing TOTP secrets: {e:?}"))?;
+    let withheld = if crate::msgapp::keeps_secrets(&cfg.msgapp) {
+        0
+    } else {
+        crate::msgapp::withhold_secret_bodies(&tx)?
+    };
     tx.commit()?;
     if sealed > 0 {
         tracing::info!(
             users = sealed,
             "sealed TOTP secrets stored by an older release"
         );
+    }
+    if withheld > 0 {
+        tracing::info!(
+            messages = withheld,
+            "blanked outbound messages that carried a secret (the provider is not `log`)"
+        );
+    }
+    if sealed + withheld > 0 {
         c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
     }
     Ok(keys)
