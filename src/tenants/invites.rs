@@ -21,7 +21,7 @@ use crate::auth::{device, password, store as auth_store};
 use crate::http::auth::{StoreScope, missing_permission};
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
-use crate::http::idempotency::no_store;
+use crate::http::idempotency::{no_store, sealed_store};
 use crate::http::permissions::{Permission, Role};
 use crate::http::trace::{ClientAddr, TraceId};
 use crate::ids::{StoreId, UserId};
@@ -157,7 +157,7 @@ pub async fn create_invite(
                 })
             })
             .await?;
-    Ok(no_store((StatusCode::CREATED, Json(out))))
+    Ok(sealed_store((StatusCode::CREATED, Json(out))))
 }
 
 struct Pending {

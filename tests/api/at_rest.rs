@@ -219,3 +219,184 @@ async fn totp_secrets_stored_plain_by_an_older_release_are_sealed_on_start_and_s
         .await
         .expect(200);
 }
+
+/// Sends the same POST twice with one `Idempotency-Key`; asserts the second is a replay of
+/// the first (same status and body, so the same secret) and that the stored record holds the
+/// secret at `field` only sealed. Returns the first body.
+async fn twice(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    key: &'static str,
+    body: Option<serde_json::Value>,
+    field: &str,
+) -> serde_json::Value {
+    let send = || {
+        let mut req = app
+            .client
+            .post(app.url(path))
+            .bearer_auth(token)
+            .header("idempotency-key", key);
+        if let Some(b) = &body {
+            req = req.json(b);
+        }
+        app.send(req)
+    };
+    let first = send().await;
+    assert!(first.status.is_success(), "{}", first.text);
+    let second = send().await;
+    assert_eq!(second.status, first.status, "{}", second.text);
+    assert_eq!(second.header("idempotent-replayed"), Some("true"));
+    assert_eq!(second.body, first.body, "the same secret, not a second one");
+    assert_eq!(second.header("cache-control"), Some("no-store"));
+    let secret = first.body[field].as_str().expect("a secret in the body");
+    assert!(secret.len() >= 20, "{secret}");
+
+    let (stored, sealed): (Vec<u8>, bool) = app
+        .state
+        .db
+        .read(move |c| {
+            Ok(c.query_row(
+                "SELECT response_body, response_sealed FROM idempotency_keys WHERE key = ?1",
+                [key],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert!(sealed);
+    assert!(!contains(&stored, secret.as_bytes()), "stored in plain");
+    assert!(
+        !contains(&raw_db(app), secret.as_bytes()),
+        "in the database file"
+    );
+    first.body
+}
+
+#[tokio::test]
+async fn repeated_idempotency_key_on_api_token_create_returns_the_same_token_and_creates_one() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("ana@example.com").await;
+    let store = app.open_store(&owner, "Org").await;
+    let path = format!("/v1/stores/{store}/api-tokens");
+    let body = json!({"name": "ci", "scopes": ["*"]});
+    let out = twice(&app, &owner, &path, "tok-1", Some(body), "value").await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM api_tokens").await, 1);
+    // The token replayed is the token that works.
+    app.get_as(
+        &format!("/v1/stores/{store}"),
+        out["value"].as_str().unwrap(),
+    )
+    .await
+    .expect(200);
+}
+
+#[tokio::test]
+async fn repeated_idempotency_key_on_api_token_rotate_returns_the_same_token_and_rotates_once() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("ana@example.com").await;
+    let store = app.open_store(&owner, "Org").await;
+    let created = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/stores/{store}/api-tokens"),
+            &owner,
+            Some(json!({"name": "ci", "scopes": ["*"]})),
+        )
+        .await;
+    created.expect(201);
+    let id = created.body["id"].as_str().unwrap();
+    let path = format!("/v1/stores/{store}/api-tokens/{id}/rotate");
+    let out = twice(&app, &owner, &path, "rot-1", None, "value").await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM api_tokens").await, 1);
+    app.get_as(
+        &format!("/v1/stores/{store}"),
+        out["value"].as_str().unwrap(),
+    )
+    .await
+    .expect(200);
+}
+
+#[tokio::test]
+async fn repeated_idempotency_key_on_webhook_create_returns_the_same_secret_and_creates_one() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("ana@example.com").await;
+    let store = app.open_store(&owner, "Org").await;
+    let path = format!("/v1/stores/{store}/webhooks");
+    let body = json!({"url": "http://127.0.0.1:9/hook", "events": ["orders.created"]});
+    twice(&app, &owner, &path, "hook-1", Some(body), "secret").await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 1);
+}
+
+#[tokio::test]
+async fn repeated_idempotency_key_on_invite_create_returns_the_same_invite_and_creates_one() {
+    // Not the `log` provider, which keeps invite links readable for `dev outbox`.
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.msgapp = merchant_admin::config::MsgappConfig::Cloud {
+            api_base: "http://127.0.0.1:9/".into(),
+            phone_number_id: "PNID".into(),
+            token: "cloud-token".into(),
+            otp_template: "login_code".into(),
+            timeout: std::time::Duration::from_millis(500),
+        };
+    })
+    .await;
+    let (owner, _) = app.member("ana@example.com").await;
+    let store = app.open_store(&owner, "Org").await;
+    let path = format!("/v1/stores/{store}/invites");
+    let body = json!({"email": "bo@example.com", "role": "staff"});
+    let out = twice(&app, &owner, &path, "inv-1", Some(body), "token").await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM invites").await, 1);
+    app.post_json(
+        &format!("/v1/invites/{}/accept", out["token"].as_str().unwrap()),
+        &json!({"password": "a good new password"}),
+    )
+    .await
+    .expect(200);
+}
+
+#[tokio::test]
+async fn sealed_idempotent_responses_end_with_the_24_hour_window() {
+    let app = crate::helpers::spawn_app_with(|c| c.workers = 0).await;
+    let (owner, _) = app.member("ana@example.com").await;
+    let store = app.open_store(&owner, "Org").await;
+    let path = format!("/v1/stores/{store}/api-tokens");
+    let body = json!({"name": "ci", "scopes": ["*"]});
+    twice(&app, &owner, &path, "tok-1", Some(body), "value").await;
+
+    app.clock
+        .advance(Duration::hours(24) + Duration::seconds(1));
+    let now = app.clock_now();
+    app.state
+        .db
+        .write(move |tx| {
+            merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Job::Cleanup, now)
+        })
+        .await
+        .unwrap();
+    let ran = merchant_admin::jobs::run_once(&app.state).await.unwrap();
+    assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM idempotency_keys WHERE key = 'tok-1'")
+            .await,
+        0,
+        "purged when the window ends"
+    );
+}
+
+#[tokio::test]
+async fn sign_in_endpoints_document_their_own_retry_rules() {
+    let app = spawn_app().await;
+    let doc = app.get("/v1/openapi/admin.json").await;
+    doc.expect(200);
+    let text = doc.body["info"]["description"].as_str().unwrap();
+    for needle in [
+        "Idempotency-Key",
+        "/auth/login",
+        "/auth/refresh",
+        "/auth/otp/verify",
+        "sealed",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from: {text}");
+    }
+}
