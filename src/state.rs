@@ -54,8 +54,7 @@ impl AppState {
         crate::db::create_data_dir(&cfg.data_dir)
             .with_context(|| format!("creating data directory {}", cfg.data_dir.display()))?;
         let lock = lock_data_dir(&cfg.data_dir)?;
-        let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
-        let keys = prepare_at_rest(&cfg, &secret_box)?;
+        let (keys, secret_box) = prepare_at_rest(&cfg)?;
         let db = Db::open(&cfg.db_path())
             .with_context(|| format!("opening {}", cfg.db_path().display()))?;
         // The `users` CLI writes to the same file while the server runs.
@@ -89,16 +88,18 @@ impl AppState {
 /// finished by the next start.
 fn prepare_at_rest(
     cfg: &Config,
-    secret_box: &crate::secrets::SecretBox,
-) -> anyhow::Result<crate::db::keys::ServerKeys> {
+) -> anyhow::Result<(crate::db::keys::ServerKeys, crate::secrets::SecretBox)> {
     let path = cfg.db_path();
     let mut c =
         crate::db::open_connection(&path).with_context(|| format!("opening {}", path.display()))?;
     crate::db::migrate::run(&mut c)?;
     c.pragma_update(None, "secure_delete", true)?;
     let keys = crate::db::keys::load(&cfg.data_dir, &mut c)?;
+    // Only after the HMAC keys were found: a database whose key files were left behind is
+    // refused before a new secrets.key could be made in place of the lost one.
+    let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
     let tx = c.transaction()?;
-    let sealed = crate::auth::store::seal_plain_totp_secrets(&tx, secret_box)
+    let sealed = crate::auth::store::seal_plain_totp_secrets(&tx, &secret_box)
         .map_err(|e| anyhow::anyhow!("sealing TOTP secrets: {e:?}"))?;
     let withheld = if crate::msgapp::keeps_secrets(&cfg.msgapp) {
         0
@@ -121,5 +122,5 @@ fn prepare_at_rest(
     if sealed + withheld > 0 {
         c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
     }
-    Ok(keys)
+    Ok((keys, secret_box))
 }

@@ -82,7 +82,7 @@ fn read_file(path: &Path) -> anyhow::Result<ServerKeys> {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
             "{} is missing: this database's codes and cursors were made with the key it held. \
-             Copy it back from where you keep your backups (next to secrets.key)",
+             Copy it back, with secrets.key, from where you keep your backups",
             path.display()
         ),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),

@@ -77,14 +77,20 @@ pub fn create_data_dir(dir: &Path) -> std::io::Result<()> {
     b.create(dir)
 }
 
-/// Makes a file readable by its owner only (0600).
+/// Makes a file readable by its owner only (0600). A file someone else owns (a CLI command
+/// run as another user with group access) is left as it is: only its owner may change it.
 pub fn make_private(path: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
         if mode != 0o600 {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    tracing::warn!(path = %path.display(), "cannot make the file 0600: not its owner");
+                }
+                r => r?,
+            }
         }
     }
     Ok(())

@@ -400,3 +400,24 @@ async fn sign_in_endpoints_document_their_own_retry_rules() {
         assert!(text.contains(needle), "{needle} missing from: {text}");
     }
 }
+
+#[tokio::test]
+async fn a_database_whose_hmac_key_file_is_missing_is_refused_not_given_new_keys() {
+    let app = spawn_app().await;
+    let (stopped, dir) = app.stop().await;
+    stopped.unwrap();
+    std::fs::remove_file(dir.path().join("hmac.key")).unwrap();
+    std::fs::remove_file(dir.path().join("secrets.key")).unwrap();
+    let cfg = crate::helpers::test_config(dir.path());
+    let clock = merchant_admin::clock::ManualClock::new(crate::helpers::start_time());
+    let opened =
+        tokio::task::spawn_blocking(move || merchant_admin::AppState::open(cfg, clock).map(|_| ()))
+            .await
+            .unwrap();
+    let err = format!("{:#}", opened.unwrap_err());
+    assert!(err.contains("hmac.key is missing"), "{err}");
+    assert!(
+        !dir.path().join("secrets.key").exists(),
+        "no new sealing key in place of the lost one"
+    );
+}
