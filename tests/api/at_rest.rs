@@ -59,6 +59,14 @@ async fn hmac_key_lives_beside_the_sealing_key_not_in_the_database() {
 async fn hmac_key_of_an_upgraded_database_moves_to_the_file_and_recovery_codes_stay_valid() {
     let app = spawn_app().await;
     let codes = recovery_codes(&app, "ana@example.com").await;
+    for i in 0..2 {
+        app.seed_owner(&format!("t{i}@example.com"), &format!("T {i}"))
+            .await;
+    }
+    let cursor = app.get("/v1/test/tenants?limit=1").await.body["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let now = app.clock_now();
     let (stopped, dir) = app.stop().await;
     stopped.unwrap();
@@ -89,6 +97,10 @@ async fn hmac_key_of_an_upgraded_database_moves_to_the_file_and_recovery_codes_s
     verify_recovery(&app, &ch, &codes[0]).await.expect(200);
     let ch = app.challenge("ana@example.com").await;
     verify_recovery(&app, &ch, &codes[1]).await.expect(200);
+    // A cursor handed out before the upgrade still reads its next page.
+    app.get(&format!("/v1/test/tenants?limit=1&cursor={cursor}"))
+        .await
+        .expect(200);
 
     // A crash after the file was written but before the rows were deleted: both copies.
     let now = app.clock_now();
