@@ -397,7 +397,7 @@ async fn sealed_idempotent_responses_end_with_the_24_hour_window() {
 }
 
 #[tokio::test]
-async fn sign_in_endpoints_document_their_own_retry_rules() {
+async fn sign_in_endpoints_document_their_own_retry_rules_and_are_never_stored() {
     let app = spawn_app().await;
     let doc = app.get("/v1/openapi/admin.json").await;
     doc.expect(200);
@@ -411,6 +411,19 @@ async fn sign_in_endpoints_document_their_own_retry_rules() {
     ] {
         assert!(text.contains(needle), "{needle} missing from: {text}");
     }
+
+    app.register("ana@example.com").await.expect(201);
+    let body = json!({"email": "ana@example.com", "password": "correct horse battery"});
+    let a = app.post_idem("/v1/auth/login", "login-1", &body).await;
+    let b = app.post_idem("/v1/auth/login", "login-1", &body).await;
+    a.expect(200);
+    b.expect(200);
+    assert_eq!(b.header("idempotent-replayed"), None);
+    assert_ne!(
+        a.body["token"], b.body["token"],
+        "a second sign-in, not a replay"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM idempotency_keys").await, 0);
 }
 
 #[tokio::test]
