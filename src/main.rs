@@ -80,15 +80,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 r.bytes,
                 r.duration.as_millis()
             );
-            let key = args
-                .data
-                .data_dir
-                .join(merchant_admin::secrets::SEAL_KEY_FILE);
-            if key.exists() {
+            let dir = &args.data.data_dir;
+            let keys: Vec<String> = [
+                merchant_admin::secrets::SEAL_KEY_FILE,
+                merchant_admin::db::keys::HMAC_KEY_FILE,
+            ]
+            .iter()
+            .map(|f| dir.join(f))
+            .filter(|p| p.exists())
+            .map(|p| p.display().to_string())
+            .collect();
+            if !keys.is_empty() {
                 eprintln!(
-                    "note: webhook secrets are sealed with {}, which is not in the backup; \
-                     keep a copy of it with your backups",
-                    key.display()
+                    "note: webhook and TOTP secrets are sealed, and codes hashed, with keys kept \
+                     outside the database ({}); they are not in the backup: keep a copy of \
+                     them with your backups",
+                    keys.join(", ")
                 );
             }
             Ok(())
@@ -106,7 +113,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Migrate(args) => {
-            std::fs::create_dir_all(&args.data_dir)?;
+            db::create_data_dir(&args.data_dir)?;
             let mut c = db::open_connection(&db::db_path(&args.data_dir))?;
             migrate::run(&mut c)?;
             println!(
@@ -199,7 +206,7 @@ fn run_setup(args: &SetupArgs) -> anyhow::Result<()> {
         store_name: value_or_prompt(args.store_name.as_ref(), "store-name", "Store name", false)?,
         demo: args.demo,
     };
-    std::fs::create_dir_all(&args.data.data_dir)?;
+    db::create_data_dir(&args.data.data_dir)?;
     let db = Db::open(&db::db_path(&args.data.data_dir))?;
     let out = setup::run(&db, SystemClock.now(), &input)?;
     println!("{}", serde_json::to_string(&out)?);

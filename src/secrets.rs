@@ -71,6 +71,17 @@ impl SecretBox {
 
     /// nonce (24 bytes) || ciphertext.
     pub fn seal(&self, plain: &str, aad: &str) -> Vec<u8> {
+        self.seal_bytes(plain.as_bytes(), aad)
+    }
+
+    /// None when the value was sealed under another key (a database restored without its
+    /// `secrets.key`) or for another row.
+    pub fn open_sealed(&self, sealed: &[u8], aad: &str) -> Option<String> {
+        String::from_utf8(self.open_bytes(sealed, aad)?).ok()
+    }
+
+    /// [`SecretBox::seal`] for bytes that need not be text (a stored response body).
+    pub fn seal_bytes(&self, plain: &[u8], aad: &str) -> Vec<u8> {
         use chacha20poly1305::aead::{Aead, Payload};
         let mut nonce = [0u8; 24];
         rand::rng().fill_bytes(&mut nonce);
@@ -79,7 +90,7 @@ impl SecretBox {
             .encrypt(
                 (&nonce).into(),
                 Payload {
-                    msg: plain.as_bytes(),
+                    msg: plain,
                     aad: aad.as_bytes(),
                 },
             )
@@ -87,16 +98,13 @@ impl SecretBox {
         [nonce.as_slice(), &sealed].concat()
     }
 
-    /// None when the value was sealed under another key (a database restored without its
-    /// `secrets.key`) or for another row.
-    pub fn open_sealed(&self, sealed: &[u8], aad: &str) -> Option<String> {
+    pub fn open_bytes(&self, sealed: &[u8], aad: &str) -> Option<Vec<u8>> {
         use chacha20poly1305::aead::{Aead, Payload};
         if sealed.len() < 24 {
             return None;
         }
         let (nonce, msg) = sealed.split_at(24);
-        let plain = self
-            .cipher
+        self.cipher
             .decrypt(
                 nonce.into(),
                 Payload {
@@ -104,8 +112,7 @@ impl SecretBox {
                     aad: aad.as_bytes(),
                 },
             )
-            .ok()?;
-        String::from_utf8(plain).ok()
+            .ok()
     }
 }
 
@@ -115,8 +122,9 @@ impl std::fmt::Debug for SecretBox {
     }
 }
 
-/// Writes a new 0600 file whole or not at all (a crash leaves no empty key file behind).
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes a new 0600 file whole or not at all (a crash leaves no empty key file behind), and
+/// durably: once this returns, the file survives a power cut.
+pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
     let mut opts = std::fs::OpenOptions::new();
@@ -126,7 +134,18 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut f = opts.open(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    // The rename is durable only once the directory entry is.
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            dir
+        };
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -51,34 +51,23 @@ impl AppState {
     /// Creates the data directory if needed, takes its lock, opens (and migrates) the
     /// database and loads the server's keys. Blocking: call it off the async runtime.
     pub fn open(cfg: Config, clock: SharedClock) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&cfg.data_dir)
+        crate::db::create_data_dir(&cfg.data_dir)
             .with_context(|| format!("creating data directory {}", cfg.data_dir.display()))?;
         let lock = lock_data_dir(&cfg.data_dir)?;
+        let (keys, secret_box) = prepare_at_rest(&cfg)?;
         let db = Db::open_with_queue(&cfg.db_path(), cfg.db_queue_limit)
             .with_context(|| format!("opening {}", cfg.db_path().display()))?;
         // The `users` CLI writes to the same file while the server runs.
         db.watch_other_processes(&cfg.db_path())?;
-        let server_key = |name: &'static str| -> anyhow::Result<Vec<u8>> {
-            db.read_blocking(|c| {
-                Ok(
-                    c.query_row("SELECT key FROM server_keys WHERE name = ?1", [name], |r| {
-                        r.get(0)
-                    })?,
-                )
-            })
-            .map_err(|e| anyhow::anyhow!("reading the server key {name}: {e:?}"))
-        };
-        let key = server_key("cursor")?;
-        let hmac_key: Arc<[u8]> = server_key("hmac")?.into();
+        let hmac_key: Arc<[u8]> = keys.hmac.into();
         let limits = RateLimits::new(&cfg, clock.clone());
         let hasher = Hasher::new(cfg.hash_workers, cfg.hash_queue_limit);
-        let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
         let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
         Ok(Self(Arc::new(Shared {
             db,
             cfg: Arc::new(cfg),
             clock,
-            cursor_key: CursorKey::new(key),
+            cursor_key: CursorKey::new(keys.cursor),
             hmac_key,
             limits: Arc::new(limits),
             tokens: Arc::default(),
@@ -89,4 +78,49 @@ impl AppState {
             _lock: Arc::new(lock),
         })))
     }
+}
+
+/// Migrates the database and brings what it holds at rest up to date before anything else
+/// opens it: the HMAC keys move out to their file, plain TOTP secrets are sealed, and
+/// without the `log` provider secret-bearing outbound messages are blanked. On its own
+/// connection, so that the bytes the old values sat in are zeroed (`secure_delete`) and the
+/// WAL that still holds them is truncated. Each step is idempotent: a crash mid-way is
+/// finished by the next start.
+fn prepare_at_rest(
+    cfg: &Config,
+) -> anyhow::Result<(crate::db::keys::ServerKeys, crate::secrets::SecretBox)> {
+    let path = cfg.db_path();
+    let mut c =
+        crate::db::open_connection(&path).with_context(|| format!("opening {}", path.display()))?;
+    crate::db::migrate::run(&mut c)?;
+    c.pragma_update(None, "secure_delete", true)?;
+    let keys = crate::db::keys::load(&cfg.data_dir, &mut c)?;
+    // Only after the HMAC keys were found: a database whose key files were left behind is
+    // refused before a new secrets.key could be made in place of the lost one.
+    let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
+    let tx = c.transaction()?;
+    let sealed = crate::auth::store::seal_plain_totp_secrets(&tx, &secret_box)
+        .map_err(|e| anyhow::anyhow!("sealing TOTP secrets: {e:?}"))?;
+    let withheld = if crate::msgapp::keeps_secrets(&cfg.msgapp) {
+        0
+    } else {
+        crate::msgapp::withhold_secret_bodies(&tx)?
+    };
+    tx.commit()?;
+    if sealed > 0 {
+        tracing::info!(
+            users = sealed,
+            "sealed TOTP secrets stored by an older release"
+        );
+    }
+    if withheld > 0 {
+        tracing::info!(
+            messages = withheld,
+            "blanked outbound messages that carried a secret (the provider is not `log`)"
+        );
+    }
+    if sealed + withheld > 0 {
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    }
+    Ok((keys, secret_box))
 }

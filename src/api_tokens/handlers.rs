@@ -10,7 +10,7 @@ use crate::audit::{self, Actor};
 use crate::http::auth::{StoreScope, missing_permission, scopes_from_json};
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, text};
-use crate::http::idempotency::no_store;
+use crate::http::idempotency::sealed_store;
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{ApiTokenId, StoreId};
@@ -100,7 +100,7 @@ pub async fn create_token(
             Ok(t)
         })
         .await?;
-    Ok(no_store((StatusCode::CREATED, Json(token))))
+    Ok(sealed_store((StatusCode::CREATED, Json(token))))
 }
 
 /// The store's API tokens (never their values).
@@ -178,7 +178,7 @@ pub async fn rotate_token(
             Ok(t)
         })
         .await?;
-    Ok(no_store(Json(token)))
+    Ok(sealed_store(Json(token)))
 }
 
 /// Revokes a token; later use is 401 at once.

@@ -649,26 +649,93 @@ pub struct TotpState {
     pub pending: Option<String>,
 }
 
-pub fn totp_state(c: &Connection, user: UserId) -> Result<TotpState, AppError> {
-    Ok(c.query_row(
+/// Both TOTP columns are sealed with `secrets.key` (issue 13), so a copy of the database
+/// alone does not give away the codes. One associated data for both, so enabling can move
+/// the pending value as it is; the user id stops it being moved to another account.
+fn totp_aad(user: UserId) -> String {
+    format!("users.totp:{user}")
+}
+
+pub fn totp_state(
+    c: &Connection,
+    sb: &secrets::SecretBox,
+    user: UserId,
+) -> Result<TotpState, AppError> {
+    let (enabled, pending) = c.query_row(
         "SELECT totp_secret, totp_pending_secret FROM users WHERE id = ?1",
         [user],
         |r| {
-            Ok(TotpState {
-                enabled: r.get(0)?,
-                pending: r.get(1)?,
-            })
+            Ok((
+                r.get::<_, Option<Vec<u8>>>(0)?,
+                r.get::<_, Option<Vec<u8>>>(1)?,
+            ))
         },
-    )?)
+    )?;
+    let open = |sealed: Option<Vec<u8>>| {
+        sealed
+            .map(|v| {
+                sb.open_sealed(&v, &totp_aad(user)).ok_or_else(|| {
+                    AppError::internal(anyhow::anyhow!(
+                        "a TOTP secret does not open with secrets.key (restored without it?)"
+                    ))
+                })
+            })
+            .transpose()
+    };
+    Ok(TotpState {
+        enabled: open(enabled)?,
+        pending: open(pending)?,
+    })
 }
 
-pub fn set_totp_pending(tx: &Transaction<'_>, user: UserId, secret: &str) -> Result<(), AppError> {
+pub fn set_totp_pending(
+    tx: &Transaction<'_>,
+    sb: &secrets::SecretBox,
+    user: UserId,
+    secret: &str,
+) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE users SET totp_pending_secret = ?2 WHERE id = ?1",
-        params![user, secret],
+        params![user, sb.seal(secret, &totp_aad(user))],
     )?;
     Ok(())
+}
+
+/// Seals TOTP secrets still stored as text by releases before issue 13 (a sealed one is a
+/// blob, so running it again changes nothing). Run at start, before anything reads them.
+pub fn seal_plain_totp_secrets(
+    tx: &Transaction<'_>,
+    sb: &secrets::SecretBox,
+) -> Result<usize, AppError> {
+    let rows: Vec<(UserId, Option<String>, Option<String>)> = tx
+        .prepare(
+            "SELECT id,
+                    CASE typeof(totp_secret) WHEN 'text' THEN totp_secret END,
+                    CASE typeof(totp_pending_secret) WHEN 'text' THEN totp_pending_secret END
+             FROM users
+             WHERE typeof(totp_secret) = 'text' OR typeof(totp_pending_secret) = 'text'",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    for (user, enabled, pending) in &rows {
+        let aad = totp_aad(*user);
+        if let Some(s) = enabled {
+            crate::db::exec(
+                tx,
+                "UPDATE users SET totp_secret = ?2 WHERE id = ?1",
+                params![user, sb.seal(s, &aad)],
+            )?;
+        }
+        if let Some(s) = pending {
+            crate::db::exec(
+                tx,
+                "UPDATE users SET totp_pending_secret = ?2 WHERE id = ?1",
+                params![user, sb.seal(s, &aad)],
+            )?;
+        }
+    }
+    Ok(rows.len())
 }
 
 pub fn enable_totp(

@@ -47,9 +47,9 @@ pub async fn totp_setup(
     }
     let secret = totp::new_secret();
     let (url, qr) = totp::provisioning(&secret, &user.email).map_err(AppError::internal)?;
-    let (id, s) = (user.id, secret.clone());
+    let (id, s, sb) = (user.id, secret.clone(), st.secret_box.clone());
     st.db
-        .write(move |tx| store::set_totp_pending(tx, id, &s))
+        .write(move |tx| store::set_totp_pending(tx, &sb, id, &s))
         .await?;
     Ok(no_store(Json(TotpSetupOut {
         secret,
@@ -76,9 +76,10 @@ pub async fn totp_enable(
     require_recent_sign_in(&st, &p, addr, input.password).await?;
     let (id, now) = (p.user_id, st.clock.now());
     let codes = new_recovery_codes(&st.hmac_key);
+    let sb = st.secret_box.clone();
     st.db
         .write(move |tx| {
-            let store::TotpState { enabled, pending } = store::totp_state(tx, id)?;
+            let store::TotpState { enabled, pending } = store::totp_state(tx, &sb, id)?;
             if enabled.is_some() {
                 return Err(totp_already_enabled());
             }
@@ -291,13 +292,13 @@ pub async fn verify_totp(
     State(st): State<AppState>,
     Json(input): Json<TotpVerifyIn>,
 ) -> Result<Response, AppError> {
-    let code = input.totp_code;
+    let (code, sb) = (input.totp_code, st.secret_box.clone());
     verify_challenge(
         &st,
         input.challenge,
         Method::Totp,
         move |tx, _, user, now| {
-            let secret = store::totp_state(tx, user.id)?.enabled;
+            let secret = store::totp_state(tx, &sb, user.id)?.enabled;
             let step = secret.and_then(|s| totp::matching_step(&s, &code, unix(now)));
             match step {
                 Some(step) if store::accept_totp_step(tx, user.id, step)? => Ok(Check::Passed),

@@ -63,6 +63,9 @@ pub fn backup(data_dir: &Path, dest: &Path) -> anyhow::Result<BackupReport> {
         .to_str()
         .with_context(|| format!("{} is not valid UTF-8", dest.display()))?;
 
+    // VACUUM INTO fills an empty file: making it first is what gives the copy mode 0600
+    // (SQLite would create it 0644), and create_new refuses a file that appeared since.
+    create_private(dest).with_context(|| format!("writing the copy to {}", dest.display()))?;
     let conn = Connection::open_with_flags(&src, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     conn.busy_timeout(Duration::from_secs(10))?;
     if let Err(e) = conn.execute("VACUUM INTO ?1", [dest_str]) {
@@ -114,7 +117,7 @@ pub fn restore(data_dir: &Path, src: &Path) -> anyhow::Result<Option<PathBuf>> {
     // Copy next to the target first, so the swap itself is one atomic rename: at every
     // moment there is a complete database at `live`, the old one or the new one.
     let staged = live.with_extension("db.restoring");
-    fs::copy(src, &staged).with_context(|| format!("copying {}", src.display()))?;
+    copy_private(src, &staged).with_context(|| format!("copying {}", src.display()))?;
 
     let mut kept = None;
     if live.exists() {
@@ -122,7 +125,7 @@ pub fn restore(data_dir: &Path, src: &Path) -> anyhow::Result<Option<PathBuf>> {
         Connection::open(&live)?.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
         let aside = live.with_extension(format!("db.replaced-{stamp}"));
-        fs::copy(&live, &aside).with_context(|| format!("keeping {}", aside.display()))?;
+        copy_private(&live, &aside).with_context(|| format!("keeping {}", aside.display()))?;
         kept = Some(aside);
     }
     // The (empty, checkpointed) WAL belongs to the old file; it must not meet the new one.
@@ -131,4 +134,21 @@ pub fn restore(data_dir: &Path, src: &Path) -> anyhow::Result<Option<PathBuf>> {
     }
     fs::rename(&staged, &live)?;
     Ok(kept)
+}
+
+/// A new, empty file only its owner can read.
+fn create_private(path: &Path) -> std::io::Result<File> {
+    let mut o = File::options();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    o.open(path)
+}
+
+/// Copies a database to a 0600 file (`fs::copy` would copy the source's mode, often 0644).
+fn copy_private(src: &Path, dest: &Path) -> std::io::Result<()> {
+    let _ = fs::remove_file(dest); // a leftover from an interrupted restore
+    let mut out = create_private(dest)?;
+    std::io::copy(&mut File::open(src)?, &mut out)?;
+    out.sync_all()
 }

@@ -12,6 +12,7 @@
 //!   which was a tenth of a list request's CPU.
 
 pub mod backup;
+pub mod keys;
 pub mod migrate;
 
 use std::path::{Path, PathBuf};
@@ -70,8 +71,61 @@ pub fn apply_pragmas(c: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Creates the data directory (and any missing parents) readable by its owner only: it
+/// holds the database and the key files.
+pub fn create_data_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+}
+
+/// Makes a file readable by its owner only (0600). A file someone else owns (a CLI command
+/// run as another user with group access) is left as it is: only its owner may change it.
+pub fn make_private(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+        if mode != 0o600 {
+            match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    tracing::warn!(path = %path.display(), "cannot make the file 0600: not its owner");
+                }
+                r => r?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Creates the database file 0600 before SQLite does (SQLite would make it 0644; its WAL and
+/// SHM copy the main file's mode), and tightens the files of a data directory made before.
+fn restrict_db_files(path: &Path) -> std::io::Result<()> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    drop(o.open(path)?);
+    make_private(path)?;
+    for ext in ["db-wal", "db-shm"] {
+        match make_private(&path.with_extension(ext)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Opens a plain read-write connection with the pragmas set (CLI commands, migrations).
 pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
+    restrict_db_files(path).map_err(|e| {
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!("{}: {e}", path.display())),
+        )
+    })?;
     let c = Connection::open(path)?;
     apply_pragmas(&c)?;
     Ok(c)

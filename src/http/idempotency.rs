@@ -11,8 +11,13 @@
 //! - A replay returns the first response's status, headers and body plus
 //!   `Idempotent-Replayed: true`; the same key with another method, path or body is 422
 //!   `idempotency_key_reused`.
-//! - 5xx responses, streams and responses marked [`NoStore`] (they carry credentials) are not
-//!   stored: the marker is removed so the client can retry.
+//! - 5xx responses, streams and responses marked [`NoStore`] (sign-in answers: sessions,
+//!   challenges, which have their own retry rules) are not stored: the marker is removed so
+//!   the client can retry.
+//! - Responses marked [`SealedStore`] carry a secret a create just made (an API token, a
+//!   webhook signing secret, an invite link): they are stored with the body sealed under
+//!   `secrets.key` (issue 13), so a retry replays the same secret instead of creating a second
+//!   one, and the database alone does not reveal it. They expire and are purged like the rest.
 //! - The request fingerprint is an HMAC with a server key: a body holding a password cannot
 //!   be guessed back from it.
 //! - Keys over 255 characters are 400; bodies over 1 MB and multipart uploads ignore the key.
@@ -63,6 +68,27 @@ pub fn no_store(res: impl IntoResponse) -> Response {
     res
 }
 
+/// Marks a response that carries a secret a create just made: kept for replay (so a retry
+/// creates nothing), its body sealed at rest. Added by [`sealed_store`], which also sets
+/// `Cache-Control: no-store`.
+#[derive(Debug, Clone, Copy)]
+pub struct SealedStore;
+
+/// Wraps the response of a create that hands out a secret: replayable, never cached.
+pub fn sealed_store(res: impl IntoResponse) -> Response {
+    let mut res = res.into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res.extensions_mut().insert(SealedStore);
+    res
+}
+
+/// The associated data of a sealed response: its record's key, so a sealed body cannot be
+/// replayed under another caller's record.
+fn sealed_aad(scope: &str, key: &str) -> String {
+    format!("idempotency_keys:{scope}\n{key}")
+}
+
 enum Begin {
     /// This request owns the marker, identified by its lock token.
     Started(String),
@@ -75,6 +101,7 @@ struct Stored {
     status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    sealed: bool,
 }
 
 pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -> Response {
@@ -140,7 +167,23 @@ pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -
             "this Idempotency-Key was used with a different request",
         )
         .into_response(),
-        Ok(Begin::Replay(stored)) => replay(stored),
+        Ok(Begin::Replay(mut stored)) => {
+            if stored.sealed {
+                let Some(body) = st
+                    .secret_box
+                    .open_bytes(&stored.body, &sealed_aad(&scope, &key))
+                else {
+                    // secrets.key was replaced: running the request again would create a
+                    // second token, so say so rather than guess.
+                    return AppError::internal(anyhow::anyhow!(
+                        "a stored idempotent response does not open with secrets.key"
+                    ))
+                    .into_response();
+                };
+                stored.body = body;
+            }
+            replay(stored)
+        }
         Ok(Begin::Started(token)) => {
             let guard = Marker {
                 st: st.clone(),
@@ -239,6 +282,7 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     let no_store = res.extensions().get::<NoStore>().is_some();
+    let sealed = res.extensions().get::<SealedStore>().is_some();
     if streaming {
         return res; // the guard removes the marker when the stream ends
     }
@@ -264,7 +308,15 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
         .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
         .collect();
     let status = parts.status.as_u16();
-    let (scope, key, stored_body) = (guard.scope.clone(), guard.key.clone(), body.to_vec());
+    let (scope, key) = (guard.scope.clone(), guard.key.clone());
+    let stored_body = if sealed {
+        guard
+            .st
+            .secret_box
+            .seal_bytes(&body, &sealed_aad(&scope, &key))
+    } else {
+        body.to_vec()
+    };
     let token = guard.token.clone();
     let headers_json = serde_json::to_string(&headers).unwrap_or_else(|_| "[]".into());
     let saved = guard
@@ -275,9 +327,10 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
             let n = crate::db::exec(
                 tx,
                 "UPDATE idempotency_keys
-                 SET status = ?4, response_headers = ?5, response_body = ?6
+                 SET status = ?4, response_headers = ?5, response_body = ?6,
+                     response_sealed = ?7
                  WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND status IS NULL",
-                params![scope, key, token, status, headers_json, stored_body],
+                params![scope, key, token, status, headers_json, stored_body, sealed],
             )?;
             Ok(n == 1)
         })
@@ -300,7 +353,8 @@ fn begin(
 ) -> Result<Begin, AppError> {
     let row = tx
         .query_row(
-            "SELECT request_hash, status, response_headers, response_body, created_at, expires_at
+            "SELECT request_hash, status, response_headers, response_body, created_at, expires_at,
+                    response_sealed
              FROM idempotency_keys WHERE scope = ?1 AND key = ?2",
             params![scope, key],
             |r| {
@@ -311,6 +365,7 @@ fn begin(
                     r.get::<_, Option<Vec<u8>>>(3)?,
                     r.get::<_, String>(4)?,
                     r.get::<_, String>(5)?,
+                    r.get::<_, bool>(6)?,
                 ))
             },
         )
@@ -327,7 +382,7 @@ fn begin(
         )?;
         Ok(Begin::Started(token))
     };
-    let Some((stored_hash, status, headers, body, created_at, expires_at)) = row else {
+    let Some((stored_hash, status, headers, body, created_at, expires_at, sealed)) = row else {
         return start(tx);
     };
     if expires_at <= now_s {
@@ -343,6 +398,7 @@ fn begin(
                 .and_then(|h| serde_json::from_str(&h).ok())
                 .unwrap_or_default(),
             body: body.unwrap_or_default(),
+            sealed,
         })),
         None => {
             let stale = time::parse(&created_at).is_none_or(|t| {

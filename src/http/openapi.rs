@@ -11,7 +11,21 @@ use super::error::{ErrorBody, ErrorCode};
 #[openapi(
     info(
         title = "merchant-admin admin API",
-        description = "The merchant back office API: sessions, store administration, inbox, webhooks.",
+        description = "The merchant back office API: sessions, store administration, inbox, webhooks.
+
+Retries (spec 8): every POST accepts `Idempotency-Key`. A repeat within 24 hours with the \
+same key and request replays the first response (`Idempotent-Replayed: true`) and changes \
+nothing; the same key with another request is 422 `idempotency_key_reused`. Creates that \
+hand out a secret (`POST /stores/{store_id}/api-tokens`, `.../api-tokens/{token_id}/rotate`, \
+`.../webhooks`, `.../invites`) are replayed too: their response is kept sealed until the \
+window ends, so a retry returns the same secret and creates nothing.
+
+Sign-in endpoints keep their own retry rules and their responses are never stored or \
+replayed, whatever the key: `POST /auth/login`, `POST /invites/{token}/accept` and the \
+second-factor verify endpoints (`/auth/2fa/totp/verify`, `/auth/2fa/recovery/verify`, \
+`/auth/otp/verify`) run again (a challenge already used answers `invalid_challenge`), and \
+`POST /auth/refresh` retried within 30 s with the same refresh token issues a fresh pair \
+and retires the pair the client never received.",
     ),
     servers((url = "/v1", description = "API version 1")),
     components(schemas(ErrorBody, ErrorCode)),

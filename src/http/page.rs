@@ -27,7 +27,7 @@ pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 200;
 const MAC_LEN: usize = 16;
 
-/// The key cursors are signed with (from `server_keys`).
+/// The key cursors are signed with (from `hmac.key`, see `db::keys`).
 #[derive(Clone)]
 pub struct CursorKey(Arc<[u8]>);
 

@@ -6,6 +6,9 @@
 //!   outbox`; `cloud` posts a template message to the Cloud API with ureq, off the async
 //!   runtime, with a 10 s timeout.
 //! - A code never appears in a log line, whatever the provider.
+//! - Only the `log` provider keeps a message's secret (a code, an invite link) readable in
+//!   `outbound_messages`; with `cloud` the table keeps no usable secret (issue 13), and rows
+//!   an earlier `log` run left are blanked on start.
 
 use chrono::{DateTime, Utc};
 use rusqlite::params;
@@ -26,6 +29,26 @@ pub enum SendError {
     Transport(String),
     #[error("could not record the message: {0}")]
     Store(String),
+}
+
+/// What a secret-bearing row of `outbound_messages` holds instead of its body when the
+/// provider is not `log`.
+pub const WITHHELD_BODY: &str = "(not kept: the message carried a secret)";
+
+/// Whether `outbound_messages` may keep a message's secret readable, for `dev outbox`: only
+/// with the `log` provider, which is for local development.
+pub fn keeps_secrets(cfg: &MsgappConfig) -> bool {
+    matches!(cfg, MsgappConfig::Log)
+}
+
+/// Blanks the bodies of rows that carry a secret (codes, invite links), for a start with a
+/// provider other than `log`. Idempotent.
+pub fn withhold_secret_bodies(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE outbound_messages SET body = ?1
+         WHERE template IN ('login_code', 'store_invite') AND body != ?1",
+        [WITHHELD_BODY],
+    )
 }
 
 /// A one-time code to send with the code template.

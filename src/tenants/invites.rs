@@ -21,7 +21,7 @@ use crate::auth::{device, password, store as auth_store};
 use crate::http::auth::{StoreScope, missing_permission};
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
-use crate::http::idempotency::no_store;
+use crate::http::idempotency::{no_store, sealed_store};
 use crate::http::permissions::{Permission, Role};
 use crate::http::trace::{ClientAddr, TraceId};
 use crate::ids::{StoreId, UserId};
@@ -106,6 +106,12 @@ pub async fn create_invite(
         Actor::of(&scope),
     );
     let token = secrets::new_token(PREFIX);
+    // The link is readable in the outbox only for local development (`log` provider).
+    let message = if crate::msgapp::keeps_secrets(&st.cfg.msgapp) {
+        format!("You are invited to a store. Accept at /v1/invites/{token}/accept")
+    } else {
+        crate::msgapp::WITHHELD_BODY.to_owned()
+    };
     let (t, e) = (token.clone(), email.clone());
     let out =
         st.db
@@ -137,7 +143,7 @@ pub async fn create_invite(
                 params![
                     uuid::Uuid::now_v7().to_string(),
                     e,
-                    format!("You are invited to a store. Accept at /v1/invites/{t}/accept"),
+                    message,
                     time::format(now)
                 ],
             )?;
@@ -151,7 +157,7 @@ pub async fn create_invite(
                 })
             })
             .await?;
-    Ok(no_store((StatusCode::CREATED, Json(out))))
+    Ok(sealed_store((StatusCode::CREATED, Json(out))))
 }
 
 struct Pending {

@@ -18,7 +18,7 @@ use crate::events;
 use crate::http::auth::{Principal, StoreScope};
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, parse_json, parse_query};
-use crate::http::idempotency::no_store;
+use crate::http::idempotency::{no_store, sealed_store};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::http::trace::TraceId;
@@ -202,7 +202,7 @@ pub async fn create_webhook(
         .await?;
     let mut body = out(&st, row, false);
     body.secret = Some(secret);
-    Ok(no_store((StatusCode::CREATED, Json(body))))
+    Ok(sealed_store((StatusCode::CREATED, Json(body))))
 }
 
 /// One webhook.

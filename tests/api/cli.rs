@@ -464,3 +464,54 @@ fn help_explains_every_flag_and_its_environment_variable() {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
     }
 }
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[test]
+fn data_dir_is_created_0700_and_database_wal_shm_backups_and_replaced_copies_are_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let out = run(&setup_args("ana@example.com", false), &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mode(&dir), 0o700, "data directory");
+    let db = dir.join("merchant-admin.db");
+    assert_eq!(mode(&db), 0o600, "database after setup");
+
+    // A database left readable by an older release is tightened on the next start.
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut server = crate::process::start(&dir, &[], &[]);
+    for f in [
+        "merchant-admin.db",
+        "merchant-admin.db-wal",
+        "merchant-admin.db-shm",
+        "secrets.key",
+        "hmac.key",
+    ] {
+        assert_eq!(mode(&dir.join(f)), 0o600, "{f} while serving");
+    }
+    let backup = tmp.path().join("backup.db");
+    let out = run(&["backup", backup.to_str().unwrap()], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mode(&backup), 0o600, "backup");
+    assert!(server.sigterm().success());
+
+    let out = run(&["restore", backup.to_str().unwrap()], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kept: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains("replaced-"))
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(mode(&kept[0].path()), 0o600, "replaced copy");
+    assert_eq!(mode(&db), 0o600, "restored database");
+    assert_eq!(mode(&dir), 0o700, "data directory at the end");
+}

@@ -1,6 +1,7 @@
 //! The integration tests: one binary, a module per area (STYLE 12).
 
 mod api_tokens;
+mod at_rest;
 mod catalog;
 mod cli;
 mod conventions;

@@ -479,3 +479,115 @@ async fn a_deactivated_account_cannot_finish_with_a_code() {
         .await
         .expect_error(403, "account_disabled");
 }
+
+/// Every body in `outbound_messages`, and the raw database file and WAL.
+async fn outbox_and_raw(app: &TestApp) -> (Vec<String>, Vec<u8>) {
+    let bodies = app
+        .state
+        .db
+        .read(|c| {
+            let mut s = c.prepare("SELECT body FROM outbound_messages")?;
+            let rows = s
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+        .unwrap();
+    let dir = app.data_dir.path();
+    let mut raw = std::fs::read(dir.join("merchant-admin.db")).unwrap();
+    raw.extend(std::fs::read(dir.join("merchant-admin.db-wal")).unwrap_or_default());
+    (bodies, raw)
+}
+
+/// As a new owner of a new store, invites someone; returns the invite token.
+async fn invite_someone(app: &TestApp) -> String {
+    let (owner, _) = app.member("owner@example.com").await;
+    let store = app.open_store(&owner, "Org").await;
+    let r = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/stores/{store}/invites"),
+            &owner,
+            Some(json!({"email": "new@example.com", "role": "staff"})),
+        )
+        .await;
+    r.expect(201);
+    r.body["token"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn outbound_messages_keep_no_usable_secret_with_the_cloud_provider() {
+    let (app, fake) = cloud_app().await;
+    app.with_msgapp(&fake, "ana@example.com").await;
+    app.clock.advance(Duration::seconds(60));
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect(200);
+    let invite = invite_someone(&app).await;
+
+    let codes: Vec<String> = fake
+        .received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, _, b)| {
+            b["template"]["components"][0]["parameters"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(codes.len(), 2, "the enable code and the sign-in code");
+    let (bodies, raw) = outbox_and_raw(&app).await;
+    for body in &bodies {
+        assert!(!body.contains(&invite), "invite token kept: {body}");
+        for code in &codes {
+            assert!(!body.contains(code.as_str()), "code kept: {body}");
+        }
+    }
+    assert!(
+        !raw.windows(invite.len()).any(|w| w == invite.as_bytes()),
+        "invite token in the database file"
+    );
+    // The invite itself still works: its link was handed to the inviter.
+    app.otp_verify(&ch, &fake.last_code()).await.expect(200);
+    app.post_json(
+        &format!("/v1/invites/{invite}/accept"),
+        &json!({"password": "a good new password"}),
+    )
+    .await
+    .expect(200);
+}
+
+#[tokio::test]
+async fn outbound_messages_the_log_provider_left_are_blanked_on_a_start_with_cloud() {
+    let app = spawn_app().await;
+    let invite = invite_someone(&app).await;
+    let (bodies, _) = outbox_and_raw(&app).await;
+    assert!(
+        bodies.iter().any(|b| b.contains(&invite)),
+        "the log provider shows the link for `dev outbox`"
+    );
+    let now = app.clock_now();
+    let (stopped, dir) = app.stop().await;
+    stopped.unwrap();
+
+    let (_fake, addr) = start_fake().await;
+    let app = crate::helpers::spawn_app_at(dir, now, move |c| {
+        c.msgapp = MsgappConfig::Cloud {
+            api_base: format!("http://{addr}/v20.0/"),
+            phone_number_id: "PNID".into(),
+            token: "cloud-token".into(),
+            otp_template: "login_code".into(),
+            timeout: StdDuration::from_millis(500),
+        };
+    })
+    .await;
+    let (bodies, raw) = outbox_and_raw(&app).await;
+    assert_eq!(bodies.len(), 1, "the row stays, without its secret");
+    assert!(!bodies[0].contains(&invite), "{}", bodies[0]);
+    assert!(
+        !raw.windows(invite.len()).any(|w| w == invite.as_bytes()),
+        "invite token in the database file"
+    );
+}

@@ -28,7 +28,7 @@ fn base32_decode(s: &str) -> Vec<u8> {
 }
 
 /// RFC 6238 TOTP: HOTP (RFC 4226) over the 30 s time step, SHA-1, 6 digits.
-fn rfc6238(secret_b32: &str, unix: i64) -> String {
+pub(crate) fn rfc6238(secret_b32: &str, unix: i64) -> String {
     let counter = u64::try_from(unix / 30).unwrap();
     let mut mac = Hmac::<sha1::Sha1>::new_from_slice(&base32_decode(secret_b32)).unwrap();
     mac.update(&counter.to_be_bytes());
@@ -55,7 +55,7 @@ fn the_test_totp_matches_the_rfc_vectors() {
 const PASSWORD: &str = "correct horse battery";
 
 impl TestApp {
-    async fn authed(
+    pub(crate) async fn authed(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -72,7 +72,7 @@ impl TestApp {
         self.send(req).await
     }
 
-    fn now_unix(&self) -> i64 {
+    pub(crate) fn now_unix(&self) -> i64 {
         self.clock_now().timestamp()
     }
 
@@ -98,7 +98,7 @@ impl TestApp {
     }
 
     /// Password step of a sign-in that needs a second factor; returns the challenge.
-    async fn challenge(&self, email: &str) -> String {
+    pub(crate) async fn challenge(&self, email: &str) -> String {
         let r = self
             .post_json(
                 "/v1/auth/login",
@@ -110,7 +110,7 @@ impl TestApp {
         r.body["challenge"].as_str().unwrap().to_string()
     }
 
-    async fn verify_totp(&self, challenge: &str, code: &str) -> Reply {
+    pub(crate) async fn verify_totp(&self, challenge: &str, code: &str) -> Reply {
         self.post_json(
             "/v1/auth/2fa/totp/verify",
             &json!({"challenge": challenge, "totp_code": code}),
@@ -391,7 +391,7 @@ async fn recovery_codes_sign_in_once_each() {
         .expect_error(401, "invalid_code");
 }
 
-async fn verify_recovery(app: &TestApp, challenge: &str, code: &str) -> Reply {
+pub(crate) async fn verify_recovery(app: &TestApp, challenge: &str, code: &str) -> Reply {
     app.post_json(
         "/v1/auth/2fa/recovery/verify",
         &json!({"challenge": challenge, "recovery_code": code}),
