@@ -46,7 +46,7 @@ INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_at, crea
                  || substr(h, 18, 3) || '-' || substr(h, 21, 12)),
            'refund_check',
            json_object('kind', 'refund_check', 'data', json_object('refund_id', rid)),
-           'queued', 0, 1000, now, now, now, 'default', NULL
+           'queued', 0, 31, now, now, now, 'default', NULL
     FROM (SELECT id AS rid, hex(randomblob(16)) AS h,
                  strftime('%Y-%m-%dT%H:%M:%S.000000Z', 'now') AS now
           FROM refunds WHERE status = 'pending');

@@ -49,8 +49,11 @@ pub enum Job {
 /// The queue of the generic workers; webhook deliveries have their own dispatcher.
 pub const DEFAULT_QUEUE: &str = "default";
 pub const WEBHOOK_QUEUE: &str = "webhooks";
-/// Attempts of a refund check (also written by migration V14 for refunds it found pending).
-pub const REFUND_CHECK_ATTEMPTS: u32 = 1000;
+/// Attempts of a refund check (also written by migration V14 for refunds it found pending):
+/// with the backoff below, about a day, which is as long as payment providers keep an
+/// idempotency key. Asking later could refund anew, so the check stops there and the refund
+/// stays pending, its amount held, for the operator (its job is dead).
+pub const REFUND_CHECK_ATTEMPTS: u32 = 31;
 
 impl Job {
     pub fn kind(&self) -> &'static str {

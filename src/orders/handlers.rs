@@ -538,7 +538,7 @@ pub async fn refund_order(
             )));
         }
         // 2. Ask, and record the answer.
-        refunds::ask(&st, held).await
+        refunds::ask(&st, held, until).await
     });
     let refund = task.await.map_err(AppError::internal)??;
     match refund.status.as_str() {

@@ -41,11 +41,14 @@ impl PaymentsConfig {
 pub enum Answer {
     /// A 2xx: the refund is made (or was, by an earlier request with the same key).
     Refunded,
-    /// A definite refusal (a 4xx other than those below): nothing was or will be refunded.
+    /// A definite refusal of the refund itself (400, 402, 422): nothing was or will be
+    /// refunded.
     Refused(u16),
-    /// No answer, or one that does not say (5xx; 408, 409, 425 and 429, which a provider
-    /// sends for a request still running or one to try later): the refund may have been
-    /// made, so it stays pending and is asked about again with the same key.
+    /// No answer, or one that does not say: 5xx; 408, 409, 425 and 429, which a provider sends
+    /// for a request still running or one to try later; and the other 4xx (401, 403, 404,
+    /// ...), which speak of our configuration (a rotated key, a wrong base URL), not of the
+    /// refund. The refund may have been made, so it stays pending and is asked about again
+    /// with the same key.
     Uncertain(String),
 }
 
@@ -53,7 +56,7 @@ impl Answer {
     fn of_status(status: u16) -> Self {
         match status {
             200..=299 => Self::Refunded,
-            400..=499 if !matches!(status, 408 | 409 | 425 | 429) => Self::Refused(status),
+            400 | 402 | 422 => Self::Refused(status),
             _ => Self::Uncertain(format!("the payment provider answered {status}")),
         }
     }

@@ -44,9 +44,14 @@ pub fn lease_end(st: &AppState, now: DateTime<Utc>) -> DateTime<Utc> {
     now + chrono::Duration::from_std(payments::ask_lease(&st.cfg.payments)).unwrap_or_default()
 }
 
-/// Asks the provider about a refund whose ask lease the caller holds, records the answer,
-/// and returns the refund as it now stands (another ask may have settled it meanwhile).
-pub async fn ask(st: &AppState, held: HeldRefund) -> Result<RefundOut, AppError> {
+/// Asks the provider about a refund whose ask lease (ending `until`) the caller holds,
+/// records the answer, and returns the refund as it now stands (another ask may have settled
+/// it meanwhile).
+pub async fn ask(
+    st: &AppState,
+    held: HeldRefund,
+    until: DateTime<Utc>,
+) -> Result<RefundOut, AppError> {
     let r = &held.refund;
     let answer = payments::refund(
         &st.cfg.payments,
@@ -67,7 +72,7 @@ pub async fn ask(st: &AppState, held: HeldRefund) -> Result<RefundOut, AppError>
                 Answer::Refused(_) => {
                     store::fail_refund(tx, id)?;
                 }
-                Answer::Uncertain(_) => store::stop_asking(tx, id)?,
+                Answer::Uncertain(_) => store::stop_asking(tx, id, until)?,
             }
             let now_held = store::refund_by_id_unscoped(tx, id)?
                 .ok_or_else(|| AppError::not_found("refund"))?;
@@ -171,7 +176,7 @@ pub async fn check(st: &AppState, id: RefundId) -> anyhow::Result<()> {
         Found::Settled => Ok(()),
         Found::Busy => anyhow::bail!("another ask of this refund is in flight"),
         Found::Ask(held) => {
-            let r = ask(st, *held).await?;
+            let r = ask(st, *held, until).await?;
             tracing::info!(status = %r.status, "refund checked with the provider");
             if r.status == "pending" {
                 anyhow::bail!("the provider's answer is still uncertain");

@@ -434,11 +434,18 @@ pub fn start_asking(
 }
 
 /// Gives up the right to ask (the answer was uncertain): the background check asks next.
-pub fn stop_asking(tx: &Transaction<'_>, id: RefundId) -> Result<(), AppError> {
+/// Only the lease this ask holds (`until`) is given up: one that ran out may meanwhile have
+/// been taken by a newer ask, which keeps it.
+pub fn stop_asking(
+    tx: &Transaction<'_>,
+    id: RefundId,
+    until: DateTime<Utc>,
+) -> Result<(), AppError> {
     crate::db::exec(
         tx,
-        "UPDATE refunds SET asking_until = NULL WHERE id = ?1 AND status = 'pending'",
-        [id],
+        "UPDATE refunds SET asking_until = NULL
+         WHERE id = ?1 AND status = 'pending' AND asking_until = ?2",
+        params![id, time::format(until)],
     )?;
     Ok(())
 }

@@ -1165,12 +1165,16 @@ async fn uncertain_outcomes_stay_pending_until_the_provider_answers_for_sure() {
 
     // The check asks again once the first ask's lease is over, with the same key. A 503
     // still does not say: it stays pending, and the queue tries again after its backoff.
-    provider.answer(&[503]);
+    // Nor does a 401, which speaks of our API key (rotated?), not of the refund.
+    provider.answer(&[503, 401]);
     shop.app.clock.advance(past_lease);
     assert_eq!(run_job(&shop).await, Outcome::Ran);
     assert_eq!(refunded(&shop, &o).await, (0, 0, "paid".to_owned()));
     assert_eq!(run_job(&shop).await, Outcome::Empty);
     shop.app.clock.advance(chrono::Duration::seconds(12));
+    assert_eq!(run_job(&shop).await, Outcome::Ran);
+    assert_eq!(refunded(&shop, &o).await, (0, 0, "paid".to_owned()));
+    shop.app.clock.advance(chrono::Duration::seconds(23));
     assert_eq!(run_job(&shop).await, Outcome::Ran);
     assert_eq!(
         refunded(&shop, &o).await,
@@ -1179,7 +1183,7 @@ async fn uncertain_outcomes_stay_pending_until_the_provider_answers_for_sure() {
     let key = provider_key(&shop, &payment, "rf-slow");
     assert_eq!(
         provider_calls(&provider),
-        vec![(format!("/payments/{payment}/refunds"), key, 3000); 3]
+        vec![(format!("/payments/{payment}/refunds"), key, 3000); 4]
     );
     // Settled once; the client's repeat now answers it, and asks nothing.
     let repeat = shop
@@ -1194,7 +1198,7 @@ async fn uncertain_outcomes_stay_pending_until_the_provider_answers_for_sure() {
     repeat.expect(201);
     assert_eq!(repeat.body["status"], "succeeded");
     assert_eq!(repeat.body["id"], first.body["id"]);
-    assert_eq!(provider.hits().len(), 3);
+    assert_eq!(provider.hits().len(), 4);
     // The check is done. Its event is delivered before the clock moves again (a delivery in
     // flight across a jump would be taken for a dead one and sent again).
     assert_eq!(open_refund_checks(&shop).await, 0);
@@ -1215,7 +1219,7 @@ async fn uncertain_outcomes_stay_pending_until_the_provider_answers_for_sure() {
     provider.answer(&[402]);
     shop.app.clock.advance(past_lease);
     assert_eq!(run_job(&shop).await, Outcome::Ran);
-    assert_eq!(provider.hits().len(), 5);
+    assert_eq!(provider.hits().len(), 6);
     let over = shop.refund(&o, 2001).await;
     over.expect_error(422, "refund_exceeds_refundable");
     assert_eq!(over.body["details"]["refundable_cents"], 2000);
@@ -1226,7 +1230,7 @@ async fn uncertain_outcomes_stay_pending_until_the_provider_answers_for_sure() {
     refused.expect_error(502, "payment_provider_failed");
     assert_eq!(refused.body["details"]["refund"]["status"], "failed");
     assert_eq!(refused.body["details"]["refund"]["id"], second.body["id"]);
-    assert_eq!(provider.hits().len(), 5);
+    assert_eq!(provider.hits().len(), 6);
     assert_eq!(open_refund_checks(&shop).await, 0);
 
     // A refusal answered at once: 502, and nothing stays held.
