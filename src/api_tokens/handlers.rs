@@ -7,12 +7,12 @@ use axum::response::Response;
 use super::model::{TokenIn, TokenOut};
 use super::store;
 use crate::audit::{self, Actor};
-use crate::http::auth::{StoreScope, missing_permission, scopes_from_json};
+use crate::http::auth::{Credential, StoreScope, missing_permission, scopes_from_json};
 use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency::sealed_store;
 use crate::http::page::{Page, PageQuery, Paged};
-use crate::http::permissions::Permission;
+use crate::http::permissions::{Permission, PermissionSet};
 use crate::ids::{ApiTokenId, StoreId};
 use crate::state::AppState;
 use crate::time;
@@ -50,6 +50,21 @@ fn check_scopes(scope: &StoreScope, scopes: &[String]) -> Result<Vec<String>, Ap
     Ok(out)
 }
 
+/// 403 `missing_permission` unless the caller holds everything token `t` can do (its scopes
+/// within the issuer's role, taken as the caller's role).
+fn outranks(
+    caller: PermissionSet,
+    role: PermissionSet,
+    t: &TokenOut,
+) -> Result<(), AppError> {
+    let scopes_json = serde_json::to_string(&t.scopes).unwrap_or_default();
+    if caller.contains_all(role.intersect(scopes_from_json(&scopes_json))) {
+        Ok(())
+    } else {
+        Err(missing_permission(Permission::ApiTokensWrite))
+    }
+}
+
 /// Creates a store API token; its value is shown in this response only.
 #[utoipa::path(post, path = "/stores/{store_id}/api-tokens", tag = "api_tokens", security(("bearer" = [])),
     params(("store_id" = StoreId, Path)), request_body = TokenIn,
@@ -77,9 +92,29 @@ pub async fn create_token(
         },
     };
     let (store, issuer, actor) = (scope.store_id, scope.principal.user_id, Actor::of(&scope));
+    let caller_token = match &scope.principal.credential {
+        Credential::StoreToken { token_id, .. } => Some(*token_id),
+        Credential::Session { .. } => None,
+    };
     let token = st
         .db
         .write(move |tx| {
+            // A token made by a token ends no later than its maker, so a short-lived token
+            // that leaks cannot mint itself a lasting heir.
+            let limit = match caller_token {
+                Some(id) => store::get(tx, store, id)?.and_then(|t| t.expires_at),
+                None => None,
+            };
+            let expires_at = match (expires_at, limit) {
+                (None, limit) => limit,
+                (Some(e), Some(limit)) if e > limit => {
+                    return Err(AppError::field(
+                        "expires_at",
+                        "must not be later than the expiry of the token making it",
+                    ));
+                }
+                (e, _) => e,
+            };
             let t = store::create(
                 tx,
                 store,
@@ -160,11 +195,7 @@ pub async fn rotate_token(
             }
             // Rotating hands out the new value: the caller must hold everything the token
             // can do, or a narrow token could take over a broad one.
-            let scopes_json = serde_json::to_string(&t.scopes).unwrap_or_default();
-            let target = role_permissions.intersect(scopes_from_json(&scopes_json));
-            if !caller_permissions.contains_all(target) {
-                return Err(missing_permission(Permission::ApiTokensWrite));
-            }
+            outranks(caller_permissions, role_permissions, &t)?;
             let t =
                 store::rotate(tx, store, id)?.ok_or_else(|| AppError::not_found("API token"))?;
             audit::record(
@@ -194,9 +225,14 @@ pub async fn delete_token(
     scope.require(Permission::ApiTokensWrite)?;
     let id = ids.1;
     let (store, actor, now) = (scope.store_id, Actor::of(&scope), st.clock.now());
+    let (role_permissions, caller_permissions) = (scope.role.permissions(), scope.permissions);
     let deleted = st
         .db
         .write(move |tx| {
+            // A narrow token may not revoke a broader one (an integration's lifeline).
+            if let Some(t) = store::get(tx, store, id)? {
+                outranks(caller_permissions, role_permissions, &t)?;
+            }
             let gone = store::delete(tx, store, id)?;
             if gone {
                 audit::record(

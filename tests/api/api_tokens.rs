@@ -400,3 +400,61 @@ async fn a_narrow_token_cannot_mint_or_take_over_a_broader_one() {
     // The owner's session, which holds everything the token can do, may.
     app.call(post(), &rotate, &owner, None).await.expect(200);
 }
+
+/// Issue 13 item 5, found in review: a token acting on tokens never reaches past itself. A
+/// narrow token cannot revoke a broader one, and a token made by a token ends no later than
+/// its maker, so a leaked short-lived token cannot leave a lasting heir.
+#[tokio::test]
+async fn a_token_cannot_revoke_a_broader_one_or_outlive_itself() {
+    let app = spawn_app().await;
+    let (owner, store) = shop(&app, "ana@example.com").await;
+    let broad = issue(&app, &owner, &store, json!(["*"])).await;
+    let broad_id = broad.body["id"].as_str().unwrap().to_string();
+    let ends = merchant_admin::time::format(app.clock_now() + Duration::hours(1));
+    let maker = app
+        .call(
+            post(),
+            &format!("/v1/stores/{store}/api-tokens"),
+            &owner,
+            Some(json!({"name": "short", "scopes": ["api_tokens.write", "api_tokens.read"],
+                        "expires_at": ends})),
+        )
+        .await;
+    maker.expect(201);
+    let maker = value(&maker);
+
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("/v1/stores/{store}/api-tokens/{broad_id}"),
+        &maker,
+        None,
+    )
+    .await
+    .expect_error(403, "missing_permission");
+    let list = format!("/v1/stores/{store}/api-tokens");
+    app.call(get(), &list, &value(&broad), None)
+        .await
+        .expect(200);
+
+    let heir = issue(&app, &maker, &store, json!(["api_tokens.read"])).await;
+    heir.expect(201);
+    assert_eq!(heir.body["expires_at"], ends.as_str());
+    let later = merchant_admin::time::format(app.clock_now() + Duration::days(30));
+    app.call(
+        post(),
+        &format!("/v1/stores/{store}/api-tokens"),
+        &maker,
+        Some(json!({"name": "heir", "scopes": ["api_tokens.read"], "expires_at": later})),
+    )
+    .await
+    .expect_error(422, "validation_failed");
+    // The owner's session may revoke anything.
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("/v1/stores/{store}/api-tokens/{broad_id}"),
+        &owner,
+        None,
+    )
+    .await
+    .expect(204);
+}
