@@ -35,6 +35,9 @@ pub struct QueueFull(pub &'static str);
 pub struct Threads {
     tx: crossbeam_channel::Sender<Job>,
     name: &'static str,
+    /// Jobs waiting past which new work is refused. The channel holds as many again, kept
+    /// for work that finishes what was already begun ([`Threads::run_to_finish`]).
+    limit: usize,
 }
 
 impl Threads {
@@ -47,7 +50,8 @@ impl Threads {
         start: impl Fn() + Send + Sync + 'static,
     ) -> Self {
         // Bounded: under a flood, callers are turned away instead of memory growing.
-        let (tx, rx) = crossbeam_channel::bounded::<Job>(queue.max(1));
+        let limit = queue.max(1);
+        let (tx, rx) = crossbeam_channel::bounded::<Job>(limit.saturating_mul(2));
         let start = std::sync::Arc::new(start);
         for i in 0..n.max(1) {
             let (rx, start) = (rx.clone(), start.clone());
@@ -62,22 +66,19 @@ impl Threads {
                 })
                 .expect("the pool's threads start");
         }
-        Self { tx, name }
+        Self { tx, name, limit }
     }
 
     /// Runs `f` on one of the pool's threads; jobs start in arrival order. Fails at once,
-    /// without running `f`, when the queue is full.
+    /// without running `f`, when the queue holds its limit: new work is turned away.
     pub async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, QueueFull> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move || {
-            if tx.is_closed() {
-                return;
-            }
-            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
-        });
+        if self.tx.len() >= self.limit {
+            return Err(QueueFull(self.name));
+        }
+        let (job, rx) = Self::job(f);
         match self.tx.try_send(job) {
             Ok(()) => {}
             Err(crossbeam_channel::TrySendError::Full(_)) => return Err(QueueFull(self.name)),
@@ -85,9 +86,97 @@ impl Threads {
                 unreachable!("the pool's threads live as long as the pool")
             }
         }
+        Ok(Self::answer(rx).await)
+    }
+
+    /// Runs `f` like [`Threads::run`], but never refuses it: for work that finishes what was
+    /// already begun (a response to remember, a refund the provider confirmed, a job's
+    /// outcome), where a refusal would leave it half done. It uses the room kept past the
+    /// limit, and waits for a free place in the rare case that is full too.
+    pub async fn run_to_finish<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (mut job, rx) = Self::job(f);
+        loop {
+            match self.tx.try_send(job) {
+                Ok(()) => break,
+                Err(crossbeam_channel::TrySendError::Full(j)) => {
+                    job = j;
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                    unreachable!("the pool's threads live as long as the pool")
+                }
+            }
+        }
+        Self::answer(rx).await
+    }
+
+    /// `f` wrapped as a queued job that answers on the returned channel (unless its caller
+    /// has gone), with its panic caught.
+    fn job<T: Send + 'static>(
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> (Job, tokio::sync::oneshot::Receiver<std::thread::Result<T>>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            if tx.is_closed() {
+                return;
+            }
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        });
+        (job, rx)
+    }
+
+    /// The job's answer, its panic re-raised here.
+    async fn answer<T>(rx: tokio::sync::oneshot::Receiver<std::thread::Result<T>>) -> T {
         match rx.await.expect("the pool answers every job") {
-            Ok(v) => Ok(v),
+            Ok(v) => v,
             Err(panic) => std::panic::resume_unwind(panic),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Threads;
+
+    /// Issue 13 item 17 (review): past its limit a pool turns new work away, but still takes
+    /// work that finishes what was begun, in the room kept for it.
+    #[tokio::test]
+    async fn a_full_queue_refuses_new_work_but_takes_work_that_finishes() {
+        let pool = Threads::new("test", 1, 1, || {});
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let (started, running) = tokio::sync::oneshot::channel::<()>();
+        let busy = {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                pool.run(move || {
+                    started.send(()).unwrap();
+                    gate.recv().unwrap();
+                })
+                .await
+            })
+        };
+        running.await.unwrap();
+        let queued = {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.run(|| 1).await })
+        };
+        while pool.tx.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert!(pool.run(|| 2).await.is_err(), "new work past the limit");
+        let finishing = {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.run_to_finish(|| 3).await })
+        };
+        while pool.tx.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        release.send(()).unwrap();
+        busy.await.unwrap().unwrap();
+        assert_eq!(queued.await.unwrap().unwrap(), 1);
+        assert_eq!(finishing.await.unwrap(), 3);
     }
 }

@@ -52,11 +52,7 @@ fn check_scopes(scope: &StoreScope, scopes: &[String]) -> Result<Vec<String>, Ap
 
 /// 403 `missing_permission` unless the caller holds everything token `t` can do (its scopes
 /// within the issuer's role, taken as the caller's role).
-fn outranks(
-    caller: PermissionSet,
-    role: PermissionSet,
-    t: &TokenOut,
-) -> Result<(), AppError> {
+fn outranks(caller: PermissionSet, role: PermissionSet, t: &TokenOut) -> Result<(), AppError> {
     let scopes_json = serde_json::to_string(&t.scopes).unwrap_or_default();
     if caller.contains_all(role.intersect(scopes_from_json(&scopes_json))) {
         Ok(())

@@ -265,7 +265,7 @@ pub async fn guarded_password_check(
     // was full: 503).
     let cleared = !matches!(checked, Ok(false));
     st.db
-        .write(move |tx| store::settle_attempt(tx, attempt, cleared))
+        .write_to_finish(move |tx| store::settle_attempt(tx, attempt, cleared))
         .await?;
     checked
 }

@@ -62,7 +62,7 @@ async fn send_new_code(
     {
         // Kept as undelivered: it cannot be used, but it still counts against the limits.
         st.db
-            .write(move |tx| store::mark_undelivered(tx, &code_id))
+            .write_to_finish(move |tx| store::mark_undelivered(tx, &code_id))
             .await?;
         return Err(failed());
     }
@@ -181,11 +181,16 @@ pub async fn otp_send(
     Json(input): Json<ChallengeIn>,
 ) -> Result<Json<CodeSentOut>, AppError> {
     let (now, raw) = (st.clock.now(), input.challenge);
+    let (window, limit) = (st.cfg.sign_in_window, st.cfg.sign_in_failures);
     let (ch, user) = st
         .db
         .read(move |c| {
             let ch = store::live_challenge(c, &raw, now)?.ok_or_else(invalid_challenge)?;
             let user = store::get_user(c, ch.user_id)?.ok_or_else(invalid_challenge)?;
+            // No code is sent (and paid for) while every answer would be refused.
+            if let Some(wait) = store::second_factor_wait(c, &user.email, now, window, limit)? {
+                return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
+            }
             Ok((ch, user))
         })
         .await?;

@@ -271,6 +271,21 @@ impl Db {
         self.write_thread.run(move || db.write_blocking(f)).await?
     }
 
+    /// [`Db::write`] for a write that finishes work already begun (the response of a request
+    /// that ran, a refund the provider answered, a job's outcome, a sign-in attempt's
+    /// result): never refused with 503 for a full queue, where a refusal would leave the work
+    /// half done and a retry would do it twice.
+    pub async fn write_to_finish<T, F>(&self, f: F) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<T, AppError> + Send + 'static,
+    {
+        let db = self.clone();
+        self.write_thread
+            .run_to_finish(move || db.write_blocking(f))
+            .await
+    }
+
     /// The synchronous form of [`Db::read`], for code already on a blocking thread.
     pub fn read_blocking<T>(
         &self,

@@ -247,7 +247,7 @@ impl Marker {
         let token = self.token.clone();
         async move {
             let res = db
-                .write(move |tx| {
+                .write_to_finish(move |tx| {
                     crate::db::exec(
                         tx,
                         "DELETE FROM idempotency_keys
@@ -322,7 +322,7 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
     let saved = guard
         .st
         .db
-        .write(move |tx| {
+        .write_to_finish(move |tx| {
             // Only the owner of the marker stores its response.
             let n = crate::db::exec(
                 tx,

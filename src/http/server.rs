@@ -109,6 +109,8 @@ where
             let io = TokioIo::new(Timed {
                 inner: stream,
                 arrival,
+                write_stall: deadline,
+                stalled: None,
             });
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -173,10 +175,41 @@ impl Arrival {
     }
 }
 
-/// The connection's socket, noting when each request's first byte is read.
+/// The connection's socket, noting when each request's first byte is read. A client that
+/// takes none of the response for `write_stall` (the request deadline) is cut off: else one
+/// that pipelines requests and never reads would hold its connection slot for ever.
 struct Timed {
     inner: TcpStream,
     arrival: Arc<Arrival>,
+    write_stall: Duration,
+    /// Running while a write waits for the client to make room.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Timed {
+    /// Passes a write's progress through, and fails it once it has made none for
+    /// `write_stall`.
+    fn stall<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        res: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        if res.is_ready() {
+            self.stalled = None;
+            return res;
+        }
+        let stall = self.write_stall;
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(stall)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client took none of the response in time",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 impl AsyncRead for Timed {
@@ -200,11 +233,13 @@ impl AsyncWrite for Timed {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let res = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.stall(cx, res)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let res = Pin::new(&mut self.inner).poll_flush(cx);
+        self.stall(cx, res)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -216,7 +251,8 @@ impl AsyncWrite for Timed {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let res = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.stall(cx, res)
     }
 
     fn is_write_vectored(&self) -> bool {

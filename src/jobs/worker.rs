@@ -327,21 +327,27 @@ where
     let now = st.clock.now();
     let (settled, what) = match result {
         Some(Ok(())) => (
-            st.db.write(move |tx| complete(tx, &claimed, now)).await?,
+            st.db
+                .write_to_finish(move |tx| complete(tx, &claimed, now))
+                .await?,
             "done",
         ),
         Some(Err(e)) => {
             let msg = format!("{e:#}");
             tracing::warn!(error = %msg, "job attempt failed");
             (
-                st.db.write(move |tx| fail(tx, &claimed, &msg, now)).await?,
+                st.db
+                    .write_to_finish(move |tx| fail(tx, &claimed, &msg, now))
+                    .await?,
                 "failed",
             )
         }
         None => {
             tracing::info!("shutting down: job released for the next start");
             (
-                st.db.write(move |tx| release(tx, &claimed, now)).await?,
+                st.db
+                    .write_to_finish(move |tx| release(tx, &claimed, now))
+                    .await?,
                 "released",
             )
         }
@@ -365,7 +371,11 @@ async fn keep_lease(st: &AppState, claimed: &Claimed) {
     loop {
         tokio::time::sleep(lease / 3).await;
         let now = st.clock.now();
-        match st.db.write(move |tx| renew(tx, claim, now, lease)).await {
+        match st
+            .db
+            .write_to_finish(move |tx| renew(tx, claim, now, lease))
+            .await
+        {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => tracing::warn!(error = ?e, "could not renew a job lease"),

@@ -63,7 +63,7 @@ pub async fn ask(
     .await;
     let now = st.clock.now();
     st.db
-        .write(move |tx| {
+        .write_to_finish(move |tx| {
             let id = held.refund.id;
             match answer {
                 Answer::Refunded => {

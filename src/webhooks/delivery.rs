@@ -181,7 +181,7 @@ pub async fn run(st: AppState, shutdown: CancellationToken) {
     // A delivery that settled before it was dropped is no longer running: left alone.
     let put_back = st
         .db
-        .write(move |tx| {
+        .write_to_finish(move |tx| {
             for c in &left {
                 worker::release(tx, c, now)?;
             }
@@ -436,7 +436,7 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
     else {
         let now = st.clock.now();
         st.db
-            .write(move |tx| worker::fail_at(tx, &c, "not a webhook delivery", now, None))
+            .write_to_finish(move |tx| worker::fail_at(tx, &c, "not a webhook delivery", now, None))
             .await?;
         return Ok(());
     };
@@ -451,7 +451,7 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
     let outcome = match (&event, target) {
         (None, _) | (_, Target::Nothing) => {
             st.db
-                .write(move |tx| worker::complete(tx, &c, sent_at).map(|_| ()))
+                .write_to_finish(move |tx| worker::complete(tx, &c, sent_at).map(|_| ()))
                 .await?;
             return Ok(());
         }
@@ -492,7 +492,7 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
             retry_at = retry_at.map(time::format), "webhook attempt failed");
     }
     st.db
-        .write(move |tx| settle(tx, &c, event_id, webhook_id, &outcome, retry_at, now))
+        .write_to_finish(move |tx| settle(tx, &c, event_id, webhook_id, &outcome, retry_at, now))
         .await
 }
 

@@ -416,8 +416,10 @@ async fn a_token_cannot_revoke_a_broader_one_or_outlive_itself() {
             post(),
             &format!("/v1/stores/{store}/api-tokens"),
             &owner,
-            Some(json!({"name": "short", "scopes": ["api_tokens.write", "api_tokens.read"],
-                        "expires_at": ends})),
+            Some(
+                json!({"name": "short", "scopes": ["api_tokens.write", "api_tokens.read"],
+                        "expires_at": ends}),
+            ),
         )
         .await;
     maker.expect(201);

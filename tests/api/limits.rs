@@ -341,3 +341,39 @@ async fn sigterm_exits_within_the_shutdown_timeout_with_a_request_mid_body() {
         .expect("the connection was closed")
         .ok();
 }
+
+/// Issue 13 item 17, found in review: a client that pipelines requests for large responses
+/// and never reads them cannot hold its connection slot: once the response has made no
+/// progress for the request deadline, the connection is closed and the next client, waiting
+/// past `--max-connections`, is served.
+#[tokio::test]
+async fn a_client_that_never_reads_its_responses_loses_its_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app_with(|c| {
+        c.max_connections = 1;
+        c.request_deadline = Duration::from_secs(1);
+        c.rate_limit_anonymous = 1_000_000;
+    })
+    .await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut hog = socket.connect(app.addr).await.unwrap();
+    let pipelined = b"GET /v1/openapi/admin.json HTTP/1.1\r\nHost: x\r\n\r\n".repeat(400);
+    let writer = tokio::spawn(async move {
+        let _ = hog.write_all(&pipelined).await;
+        hog // kept open, never read
+    });
+
+    let mut next = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    next.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), next.read_to_end(&mut buf))
+        .await
+        .expect("the reader-less connection gave its slot up")
+        .unwrap();
+    let res = String::from_utf8_lossy(&buf);
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+    drop(writer);
+}

@@ -487,6 +487,10 @@ async fn second_factor_guesses_are_limited_per_account_across_challenges() {
     verify_recovery(&app, fresh, "aaaa-bbbb-cccc")
         .await
         .expect_error(429, "rate_limited");
+    // Nor is a messaging-app code sent (and paid for) while every answer would be refused.
+    app.post_json("/v1/auth/otp/send", &json!({"challenge": fresh}))
+        .await
+        .expect_error(429, "rate_limited");
     // The refused calls were not attempts: the challenge still has all five.
     assert_eq!(
         app.count("SELECT COUNT(*) FROM sign_in_challenges WHERE attempts = 0")
