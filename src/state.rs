@@ -120,7 +120,7 @@ fn prepare_at_rest(
         );
     }
     if sealed + withheld > 0 {
-        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        crate::db::scrub(&c)?;
     }
     Ok((keys, secret_box))
 }

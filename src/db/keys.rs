@@ -61,15 +61,14 @@ fn move_out_of_db(path: &Path, c: &mut Connection, keys: &ServerKeys) -> anyhow:
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_file(path, &bytes)?,
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     }
-    // Zero the deleted rows' bytes in their page, then fold the WAL (which still holds the
-    // page as it was) into the main file and truncate it.
+    // Zero the deleted rows' bytes in their page, then rewrite the file (older copies may sit
+    // in free space) and truncate the WAL, which still holds the page as it was.
     c.pragma_update(None, "secure_delete", true)?;
     c.execute(
         "DELETE FROM server_keys WHERE name IN ('cursor', 'hmac')",
         [],
     )?;
-    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-    Ok(())
+    super::scrub(c)
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {

@@ -119,6 +119,20 @@ fn restrict_db_files(path: &Path) -> std::io::Result<()> {
 }
 
 /// Opens a plain read-write connection with the pragmas set (CLI commands, migrations).
+/// Leaves no copy of deleted or rewritten values in the file: `VACUUM` rewrites it from live
+/// rows only (free pages and freed cells of older row versions may still hold plain
+/// secrets), then the WAL is folded in and truncated. Run once when an upgrade sealed,
+/// blanked or moved secrets out; slow on a large file.
+pub fn scrub(c: &Connection) -> anyhow::Result<()> {
+    c.execute_batch("VACUUM")?;
+    let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+    if busy != 0 {
+        // Its old frames are overwritten as the log is reused; say so rather than refuse.
+        tracing::warn!("another process kept the write-ahead log from being truncated");
+    }
+    Ok(())
+}
+
 pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     restrict_db_files(path).map_err(|e| {
         rusqlite::Error::SqliteFailure(
