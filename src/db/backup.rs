@@ -123,8 +123,16 @@ pub fn restore(data_dir: &Path, src: &Path) -> anyhow::Result<Option<PathBuf>> {
     if live.exists() {
         // Fold the WAL into the main file so the kept copy is complete on its own.
         Connection::open(&live)?.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        // A name no earlier restore used: two in one second must not overwrite the first
+        // one's kept copy.
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-        let aside = live.with_extension(format!("db.replaced-{stamp}"));
+        let aside = (0..)
+            .map(|n| match n {
+                0 => live.with_extension(format!("db.replaced-{stamp}")),
+                n => live.with_extension(format!("db.replaced-{stamp}-{n}")),
+            })
+            .find(|p| !p.exists())
+            .expect("an unused name");
         copy_private(&live, &aside).with_context(|| format!("keeping {}", aside.display()))?;
         kept = Some(aside);
     }
