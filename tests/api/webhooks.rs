@@ -549,6 +549,35 @@ async fn pending_retries_survive_a_restart() {
     assert_eq!(list[0]["status"], "succeeded");
 }
 
+/// A webhook saved with a public address whose URL later points at `url` (a name that
+/// resolved publicly when saved and privately later: DNS rebinding, stood in for by a row
+/// written directly), and a test delivery sent to it. Returns the webhook's id.
+async fn rebound_test_delivery(app: &TestApp, token: &str, path: &str, url: String) -> String {
+    let hook = app
+        .call(
+            post(),
+            path,
+            token,
+            Some(json!({"url": "https://93.184.215.14/hook"})),
+        )
+        .await;
+    hook.expect(201);
+    let hook_id = hook.body["id"].as_str().unwrap().to_string();
+    let id = hook_id.clone();
+    app.state
+        .db
+        .write(move |tx| {
+            tx.execute("UPDATE webhooks SET url = ?2 WHERE id = ?1", [&id, &url])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.call(post(), &format!("{path}/{hook_id}/test"), token, None)
+        .await
+        .expect(202);
+    hook_id
+}
+
 #[tokio::test]
 async fn private_and_metadata_targets_are_refused_at_creation_and_at_delivery() {
     let app = spawn_app_with(|c| c.allow_private_webhook_targets = false).await;
@@ -580,28 +609,7 @@ async fn private_and_metadata_targets_are_refused_at_creation_and_at_delivery() 
     // A name that resolved publicly when saved and privately later (DNS rebinding) is
     // caught when the delivery resolves it: stand in for that with a row written directly.
     let rx = Receiver::start().await;
-    let hook = app
-        .call(
-            post(),
-            &path,
-            &token,
-            Some(json!({"url": "https://93.184.215.14/hook"})),
-        )
-        .await;
-    hook.expect(201);
-    let hook_id = hook.body["id"].as_str().unwrap().to_string();
-    let (id, url) = (hook_id.clone(), rx.url.clone());
-    app.state
-        .db
-        .write(move |tx| {
-            tx.execute("UPDATE webhooks SET url = ?2 WHERE id = ?1", [&id, &url])?;
-            Ok(())
-        })
-        .await
-        .unwrap();
-    app.call(post(), &format!("{path}/{hook_id}/test"), &token, None)
-        .await
-        .expect(202);
+    let hook_id = rebound_test_delivery(&app, &token, &path, rx.url.clone()).await;
     let list = attempts(&app, &token, &store, &hook_id, 1).await;
     assert!(
         list[0]["error"].as_str().unwrap().contains("refused"),
@@ -636,28 +644,8 @@ async fn a_refused_webhook_url_does_not_reveal_the_address_it_resolved_to() {
 
     // Saved while it resolved publicly, refused at delivery: the attempt's error is as quiet.
     let rx = Receiver::start().await;
-    let hook = app
-        .call(
-            post(),
-            &path,
-            &token,
-            Some(json!({"url": "https://93.184.215.14/hook"})),
-        )
-        .await;
-    hook.expect(201);
-    let hook_id = hook.body["id"].as_str().unwrap().to_string();
-    let (id, url) = (hook_id.clone(), rx.url.replace("127.0.0.1", "localhost"));
-    app.state
-        .db
-        .write(move |tx| {
-            tx.execute("UPDATE webhooks SET url = ?2 WHERE id = ?1", [&id, &url])?;
-            Ok(())
-        })
-        .await
-        .unwrap();
-    app.call(post(), &format!("{path}/{hook_id}/test"), &token, None)
-        .await
-        .expect(202);
+    let local = rx.url.replace("127.0.0.1", "localhost");
+    let hook_id = rebound_test_delivery(&app, &token, &path, local).await;
     let list = attempts(&app, &token, &store, &hook_id, 1).await;
     let error = list[0]["error"].as_str().unwrap();
     assert!(
