@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod customers;
 pub mod db;
+pub mod error;
 pub mod events;
 pub mod http;
 pub mod ids;

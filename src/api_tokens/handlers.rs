@@ -7,8 +7,8 @@ use axum::response::Response;
 use super::model::{TokenIn, TokenOut};
 use super::store;
 use crate::audit::{self, Actor};
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::{Credential, StoreScope, missing_permission, scopes_from_json};
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency::sealed_store;
 use crate::http::page::{Page, PageQuery, Paged};
@@ -64,8 +64,8 @@ fn outranks(caller: PermissionSet, role: PermissionSet, t: &TokenOut) -> Result<
 /// Creates a store API token; its value is shown in this response only.
 #[utoipa::path(post, path = "/stores/{store_id}/api-tokens", tag = "api_tokens", security(("bearer" = [])),
     params(("store_id" = StoreId, Path)), request_body = TokenIn,
-    responses((status = 201, body = TokenOut), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 201, body = TokenOut), (status = 403, body = crate::error::ErrorBody),
+              (status = 422, body = crate::error::ErrorBody)))]
 pub async fn create_token(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -137,7 +137,7 @@ pub async fn create_token(
 /// The store's API tokens (never their values).
 #[utoipa::path(get, path = "/stores/{store_id}/api-tokens", tag = "api_tokens", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), PageQuery),
-    responses((status = 200, body = Page<TokenOut>), (status = 403, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = Page<TokenOut>), (status = 403, body = crate::error::ErrorBody)))]
 pub async fn list_tokens(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -162,8 +162,8 @@ pub async fn list_tokens(
 /// user who issued a token may rotate it.
 #[utoipa::path(post, path = "/stores/{store_id}/api-tokens/{token_id}/rotate", tag = "api_tokens",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("token_id" = ApiTokenId, Path)),
-    responses((status = 200, body = TokenOut), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 404, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = TokenOut), (status = 403, body = crate::error::ErrorBody),
+              (status = 404, body = crate::error::ErrorBody)))]
 pub async fn rotate_token(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -184,7 +184,6 @@ pub async fn rotate_token(
             let t = store::get(tx, store, id)?.ok_or_else(|| AppError::not_found("API token"))?;
             if t.created_by != caller {
                 return Err(AppError::new(
-                    StatusCode::FORBIDDEN,
                     ErrorCode::NotTokenOwner,
                     "only the user who issued this token can rotate it",
                 ));
@@ -211,8 +210,8 @@ pub async fn rotate_token(
 /// Revokes a token; later use is 401 at once.
 #[utoipa::path(delete, path = "/stores/{store_id}/api-tokens/{token_id}", tag = "api_tokens",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("token_id" = ApiTokenId, Path)),
-    responses((status = 204, description = "Revoked"), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 404, body = crate::http::error::ErrorBody)))]
+    responses((status = 204, description = "Revoked"), (status = 403, body = crate::error::ErrorBody),
+              (status = 404, body = crate::error::ErrorBody)))]
 pub async fn delete_token(
     State(st): State<AppState>,
     scope: StoreScope,

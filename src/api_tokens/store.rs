@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::TokenOut;
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::ids::{ApiTokenId, StoreId, UserId};
 use crate::{secrets, time};
 

@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::error::AppError;
 use crate::http::auth::{Credential, StoreScope};
-use crate::http::error::AppError;
 use crate::http::extract::Json;
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
@@ -160,7 +160,7 @@ fn list(
 /// The store's audit trail, newest first.
 #[utoipa::path(get, path = "/stores/{store_id}/audit-log", tag = "audit", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), PageQuery),
-    responses((status = 200, body = Page<AuditEntryOut>), (status = 403, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = Page<AuditEntryOut>), (status = 403, body = crate::error::ErrorBody)))]
 pub async fn list_audit_log(
     State(st): State<AppState>,
     scope: StoreScope,

@@ -10,9 +10,9 @@ use super::model::{
 };
 use super::store::{self, FailureKind, IssuedPair, Lifetimes, Refreshed, UserRow};
 use super::{device, password};
+use crate::error::{AppError, ErrorCode};
 use crate::events;
 use crate::http::auth::{Principal, UserSession, unauthorized};
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::no_store;
 use crate::http::page::{Page, PageQuery, Paged};
@@ -48,8 +48,8 @@ pub fn normalize_email(email: &str) -> String {
 
 /// Creates an account. It has no stores and is not signed in.
 #[utoipa::path(post, path = "/auth/register", tag = "auth", request_body = RegisterIn,
-    responses((status = 201, body = UserOut), (status = 409, body = crate::http::error::ErrorBody),
-              (status = 422, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody)))]
+    responses((status = 201, body = UserOut), (status = 409, body = crate::error::ErrorBody),
+              (status = 422, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
 pub async fn register(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
@@ -90,8 +90,8 @@ pub async fn register(
 
 /// Signs in with e-mail and password.
 #[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginIn,
-    responses((status = 200, body = LoginOut), (status = 401, body = crate::http::error::ErrorBody),
-              (status = 403, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = LoginOut), (status = 401, body = crate::error::ErrorBody),
+              (status = 403, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
 pub async fn login(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
@@ -110,7 +110,6 @@ pub async fn login(
     let ok = guarded_password_check(&st, &email, &budget, input.password, phc).await?;
     let Some(user) = user.filter(|_| ok) else {
         return Err(AppError::new(
-            StatusCode::UNAUTHORIZED,
             ErrorCode::InvalidCredentials,
             "the e-mail or the password is wrong",
         ));
@@ -158,11 +157,7 @@ pub async fn login(
 }
 
 pub fn account_disabled() -> AppError {
-    AppError::new(
-        StatusCode::FORBIDDEN,
-        ErrorCode::AccountDisabled,
-        "this account is deactivated",
-    )
+    AppError::new(ErrorCode::AccountDisabled, "this account is deactivated")
 }
 
 /// The signed-in user, once their password is confirmed (under the sign-in lockout): for
@@ -199,7 +194,6 @@ pub(super) async fn require_recent_sign_in(
     let user = load_user(st, p).await?;
     let fresh = || {
         AppError::new(
-            StatusCode::UNAUTHORIZED,
             ErrorCode::ReauthenticationRequired,
             "sign in again, or send the account password, to change how this account signs in",
         )
@@ -226,11 +220,7 @@ pub(super) async fn require_recent_sign_in(
 }
 
 pub fn incorrect_password() -> AppError {
-    AppError::new(
-        StatusCode::BAD_REQUEST,
-        ErrorCode::IncorrectPassword,
-        "the password is wrong",
-    )
+    AppError::new(ErrorCode::IncorrectPassword, "the password is wrong")
 }
 
 /// Checks a password under the sign-in lockout (429 once the e-mail or the address has
@@ -273,7 +263,7 @@ pub async fn guarded_password_check(
 /// Trades a refresh token for a new pair (spec 3: first use rotates; a retry within 30 s
 /// whose replacement is unused gets a fresh pair; any other reuse ends the session).
 #[utoipa::path(post, path = "/auth/refresh", tag = "auth", request_body = RefreshIn,
-    responses((status = 200, body = SessionOut), (status = 401, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = SessionOut), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn refresh(
     State(st): State<AppState>,
     Json(input): Json<RefreshIn>,
@@ -295,12 +285,10 @@ pub async fn refresh(
             Ok(no_store(Json(session_out(&st, pair, &user))))
         }
         Refreshed::Invalid => Err(AppError::new(
-            StatusCode::UNAUTHORIZED,
             ErrorCode::InvalidRefreshToken,
             "the refresh token is unknown, expired or its session has ended; sign in again",
         )),
         Refreshed::Reused => Err(AppError::new(
-            StatusCode::UNAUTHORIZED,
             ErrorCode::RefreshTokenReused,
             "the refresh token was already used; the session has been ended on every device",
         )),
@@ -332,7 +320,7 @@ pub(super) async fn load_user(st: &AppState, p: &Principal) -> Result<UserRow, A
 
 /// The signed-in user.
 #[utoipa::path(get, path = "/me", tag = "me", security(("bearer" = [])),
-    responses((status = 200, body = UserOut), (status = 401, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = UserOut), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn get_me(UserSession(p): UserSession) -> Json<UserOut> {
     // The token lookup already read the account, in this same request.
     let u = &p.profile;
@@ -350,7 +338,7 @@ pub async fn get_me(UserSession(p): UserSession) -> Json<UserOut> {
 
 /// Updates the signed-in user's settings.
 #[utoipa::path(patch, path = "/me", tag = "me", security(("bearer" = [])), request_body = MePatch,
-    responses((status = 200, body = UserOut), (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = UserOut), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update_me(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -367,8 +355,8 @@ pub async fn update_me(
 
 /// Changes the password and signs out every other session.
 #[utoipa::path(post, path = "/me/password", tag = "me", security(("bearer" = [])), request_body = PasswordIn,
-    responses((status = 204, description = "Changed"), (status = 400, body = crate::http::error::ErrorBody),
-              (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 204, description = "Changed"), (status = 400, body = crate::error::ErrorBody),
+              (status = 422, body = crate::error::ErrorBody)))]
 pub async fn change_password(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -422,7 +410,7 @@ pub async fn list_sessions(
 /// Signs a device out.
 #[utoipa::path(delete, path = "/me/sessions/{session_id}", tag = "me", security(("bearer" = [])),
     params(("session_id" = SessionId, Path)),
-    responses((status = 204, description = "Signed out"), (status = 404, body = crate::http::error::ErrorBody)))]
+    responses((status = 204, description = "Signed out"), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn delete_session(
     State(st): State<AppState>,
     UserSession(p): UserSession,

@@ -13,8 +13,8 @@ use super::store::{self, CHALLENGE_ATTEMPTS, CODE_TTL, CodeOwner};
 use super::two_factor::{
     Check, Method, invalid_challenge, invalid_code, msgapp_not_enabled, verify_challenge,
 };
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::UserSession;
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::Json;
 use crate::http::trace::ClientAddr;
 use crate::ids::UserId;
@@ -83,10 +83,10 @@ fn owner_of(challenge_id: Option<&str>) -> CodeOwner<'_> {
 #[utoipa::path(post, path = "/me/2fa/msgapp/enable", tag = "me", security(("bearer" = [])),
     request_body = MsgappEnableIn,
     responses((status = 200, body = CodeSentOut),
-              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::http::error::ErrorBody),
-              (status = 409, body = crate::http::error::ErrorBody),
-              (status = 422, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody),
-              (status = 502, body = crate::http::error::ErrorBody)))]
+              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::error::ErrorBody),
+              (status = 409, body = crate::error::ErrorBody),
+              (status = 422, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody),
+              (status = 502, body = crate::error::ErrorBody)))]
 pub async fn msgapp_enable(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -115,7 +115,7 @@ pub async fn msgapp_enable(
 /// Confirms the phone with the code it received; the factor is then on.
 #[utoipa::path(post, path = "/me/2fa/msgapp/confirm", tag = "me", security(("bearer" = [])),
     request_body = CodeIn,
-    responses((status = 204, description = "Enabled"), (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 204, description = "Enabled"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn msgapp_confirm(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -128,7 +128,6 @@ pub async fn msgapp_confirm(
         .write(move |tx| {
             let wrong = || {
                 AppError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
                     ErrorCode::InvalidVerificationCode,
                     "the code is wrong, expired or used up; request a new one",
                 )
@@ -155,7 +154,7 @@ pub async fn msgapp_confirm(
 /// Turns the messaging-app factor off; needs the account password.
 #[utoipa::path(delete, path = "/me/2fa/msgapp", tag = "me", security(("bearer" = [])),
     request_body = PasswordConfirmIn,
-    responses((status = 204, description = "Disabled"), (status = 400, body = crate::http::error::ErrorBody)))]
+    responses((status = 204, description = "Disabled"), (status = 400, body = crate::error::ErrorBody)))]
 pub async fn msgapp_disable(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -173,9 +172,9 @@ pub async fn msgapp_disable(
 /// Sends a sign-in code for a challenge to the account's phone. Sending again replaces the
 /// code; only the newest is accepted.
 #[utoipa::path(post, path = "/auth/otp/send", tag = "auth", request_body = ChallengeIn,
-    responses((status = 200, body = CodeSentOut), (status = 400, body = crate::http::error::ErrorBody),
-              (status = 401, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody),
-              (status = 502, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = CodeSentOut), (status = 400, body = crate::error::ErrorBody),
+              (status = 401, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody),
+              (status = 502, body = crate::error::ErrorBody)))]
 pub async fn otp_send(
     State(st): State<AppState>,
     Json(input): Json<ChallengeIn>,
@@ -211,7 +210,6 @@ pub async fn otp_send(
 /// 502 when the provider did not take a code (the issue names one code for every send).
 fn delivery_failed() -> AppError {
     AppError::new(
-        StatusCode::BAD_GATEWAY,
         ErrorCode::OtpDeliveryFailed,
         "the code could not be delivered; try again",
     )
@@ -219,7 +217,6 @@ fn delivery_failed() -> AppError {
 
 fn no_pending_code() -> AppError {
     AppError::new(
-        StatusCode::BAD_REQUEST,
         ErrorCode::NoPendingCode,
         "no code was sent for this challenge; call /auth/otp/send first",
     )
@@ -227,7 +224,6 @@ fn no_pending_code() -> AppError {
 
 fn too_many_attempts() -> AppError {
     AppError::new(
-        StatusCode::BAD_REQUEST,
         ErrorCode::TooManyAttempts,
         "too many wrong codes; request a new one",
     )
@@ -235,9 +231,9 @@ fn too_many_attempts() -> AppError {
 
 /// Finishes a sign-in with the code sent over the messaging app.
 #[utoipa::path(post, path = "/auth/otp/verify", tag = "auth", request_body = OtpVerifyIn,
-    responses((status = 200, body = SessionOut), (status = 400, body = crate::http::error::ErrorBody),
-              (status = 401, body = crate::http::error::ErrorBody), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 429, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = SessionOut), (status = 400, body = crate::error::ErrorBody),
+              (status = 401, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody),
+              (status = 429, body = crate::error::ErrorBody)))]
 pub async fn otp_verify(
     State(st): State<AppState>,
     Json(input): Json<OtpVerifyIn>,

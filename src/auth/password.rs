@@ -5,7 +5,7 @@
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 
-use crate::http::error::AppError;
+use crate::error::AppError;
 
 pub const MIN_LEN: usize = 8;
 pub const MAX_BYTES: usize = 256;

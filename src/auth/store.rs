@@ -4,7 +4,7 @@ use chrono::{DateTime, Duration, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{Locale, TwoFactorOut, UserOut};
-use crate::http::error::{AppError, ErrorCode, ResultExt};
+use crate::error::{AppError, ErrorCode, ResultExt};
 use crate::ids::{PairId, SessionId, UserId};
 use crate::{secrets, time};
 

@@ -16,8 +16,8 @@ use super::model::{
 };
 use super::store::{self, CHALLENGE_ATTEMPTS, ChallengeRow, FailureKind, IssuedPair, UserRow};
 use super::totp;
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::UserSession;
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::Json;
 use crate::http::idempotency::no_store;
 use crate::http::trace::{ClientAddr, budget_key};
@@ -36,7 +36,7 @@ fn totp_already_enabled() -> AppError {
 
 /// Starts TOTP setup: a new pending secret (replacing any earlier one) to scan.
 #[utoipa::path(get, path = "/me/2fa/totp/setup", tag = "me", security(("bearer" = [])),
-    responses((status = 200, body = TotpSetupOut), (status = 409, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = TotpSetupOut), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn totp_setup(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -64,9 +64,9 @@ pub async fn totp_setup(
 #[utoipa::path(post, path = "/me/2fa/totp/enable", tag = "me", security(("bearer" = [])),
     request_body = TotpCodeIn,
     responses((status = 204, description = "Enabled"),
-              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::http::error::ErrorBody),
-              (status = 409, body = crate::http::error::ErrorBody),
-              (status = 422, body = crate::http::error::ErrorBody)))]
+              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::error::ErrorBody),
+              (status = 409, body = crate::error::ErrorBody),
+              (status = 422, body = crate::error::ErrorBody)))]
 pub async fn totp_enable(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -98,7 +98,7 @@ pub async fn totp_enable(
 /// Turns TOTP off; needs the account password.
 #[utoipa::path(delete, path = "/me/2fa/totp", tag = "me", security(("bearer" = [])),
     request_body = PasswordConfirmIn,
-    responses((status = 204, description = "Disabled"), (status = 400, body = crate::http::error::ErrorBody)))]
+    responses((status = 204, description = "Disabled"), (status = 400, body = crate::error::ErrorBody)))]
 pub async fn totp_disable(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -142,8 +142,8 @@ fn normalize_recovery(code: &str) -> String {
 #[utoipa::path(post, path = "/me/2fa/recovery-codes", tag = "me", security(("bearer" = [])),
     request_body(content = Option<ReauthIn>, description = "Optional: the password, when the session signed in over 10 minutes ago"),
     responses((status = 200, body = RecoveryCodesOut),
-              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::http::error::ErrorBody),
-              (status = 409, body = crate::http::error::ErrorBody)))]
+              (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::error::ErrorBody),
+              (status = 409, body = crate::error::ErrorBody)))]
 pub async fn regenerate_recovery_codes(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -209,7 +209,6 @@ where
             match method {
                 Method::Totp if !user.totp_enabled => {
                     return Err(AppError::new(
-                        StatusCode::BAD_REQUEST,
                         ErrorCode::TotpNotEnabled,
                         "this account has no authenticator app",
                     ));
@@ -261,7 +260,6 @@ where
 
 pub(super) fn msgapp_not_enabled() -> AppError {
     AppError::new(
-        StatusCode::BAD_REQUEST,
         ErrorCode::Msgapp2faNotEnabled,
         "this account has no messaging-app factor",
     )
@@ -269,25 +267,20 @@ pub(super) fn msgapp_not_enabled() -> AppError {
 
 pub(super) fn invalid_challenge() -> AppError {
     AppError::new(
-        StatusCode::UNAUTHORIZED,
         ErrorCode::InvalidChallenge,
         "the challenge is unknown, used or expired; sign in again",
     )
 }
 
 pub(super) fn invalid_code() -> AppError {
-    AppError::new(
-        StatusCode::UNAUTHORIZED,
-        ErrorCode::InvalidCode,
-        "the code is wrong or expired",
-    )
+    AppError::new(ErrorCode::InvalidCode, "the code is wrong or expired")
 }
 
 /// Finishes a sign-in with a code from the authenticator app.
 #[utoipa::path(post, path = "/auth/2fa/totp/verify", tag = "auth", request_body = TotpVerifyIn,
-    responses((status = 200, body = SessionOut), (status = 400, body = crate::http::error::ErrorBody),
-              (status = 401, body = crate::http::error::ErrorBody), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 429, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = SessionOut), (status = 400, body = crate::error::ErrorBody),
+              (status = 401, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody),
+              (status = 429, body = crate::error::ErrorBody)))]
 pub async fn verify_totp(
     State(st): State<AppState>,
     Json(input): Json<TotpVerifyIn>,
@@ -311,8 +304,8 @@ pub async fn verify_totp(
 
 /// Finishes a sign-in with a single-use recovery code.
 #[utoipa::path(post, path = "/auth/2fa/recovery/verify", tag = "auth", request_body = RecoveryVerifyIn,
-    responses((status = 200, body = SessionOut), (status = 401, body = crate::http::error::ErrorBody),
-              (status = 403, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = SessionOut), (status = 401, body = crate::error::ErrorBody),
+              (status = 403, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
 pub async fn verify_recovery(
     State(st): State<AppState>,
     Json(input): Json<RecoveryVerifyIn>,

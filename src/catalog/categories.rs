@@ -7,8 +7,8 @@ use super::handlers::check_slug;
 use super::model::{CategoryIn, CategoryOut, CategoryPatch};
 use super::store;
 use crate::audit::{self, Actor};
+use crate::error::AppError;
 use crate::http::auth::StoreScope;
-use crate::http::error::AppError;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
@@ -16,7 +16,7 @@ use crate::ids::{CategoryId, StoreId};
 use crate::state::AppState;
 use crate::time;
 
-type ErrorBody = crate::http::error::ErrorBody;
+type ErrorBody = crate::error::ErrorBody;
 
 fn not_found() -> AppError {
     AppError::not_found("category")

@@ -6,15 +6,15 @@ use axum::http::StatusCode;
 use super::model::{ProductFilter, ProductIn, ProductOut, ProductPatch, ProductStatus, VariantIn};
 use super::store::{self, ProductQuery, Sort};
 use crate::audit::{self, Actor};
+use crate::error::AppError;
 use crate::http::auth::StoreScope;
-use crate::http::error::AppError;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{ProductId, StoreId};
 use crate::state::AppState;
 
-type ErrorBody = crate::http::error::ErrorBody;
+type ErrorBody = crate::error::ErrorBody;
 
 /// A slug as given: lowercase letters, digits and single hyphens.
 pub fn check_slug(v: &str) -> Result<String, AppError> {

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{Address, CustomerOut};
-use crate::http::error::{AppError, ErrorCode, ResultExt};
+use crate::error::{AppError, ErrorCode, ResultExt};
 use crate::http::page::Position;
 use crate::ids::{CustomerId, StoreId};
 use crate::time;

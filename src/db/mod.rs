@@ -24,7 +24,7 @@ use rusqlite::hooks::Action;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use tokio::sync::Notify;
 
-use crate::http::error::AppError;
+use crate::error::AppError;
 
 pub const DB_FILE: &str = "merchant-admin.db";
 

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
 use serde::Serialize;
 
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::ids::{EventId, StoreId};
 use crate::jobs::{self, Job};
 use crate::time;

@@ -6,16 +6,16 @@
 //! a revoked, expired or retired token is still refused on its very next use.
 
 use axum::extract::{FromRequestParts, Request, State};
+use axum::http::header;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::PoisonError;
 
-use super::error::{AppError, ErrorCode};
 use super::rate_limit::CredentialId;
+use crate::error::{AppError, ErrorCode};
 use crate::ids::{PairId, SessionId, UserId};
 use crate::state::AppState;
 use crate::{secrets, time};
@@ -90,7 +90,6 @@ impl<S: Send + Sync> FromRequestParts<S> for UserSession {
         let p = Principal::from_request_parts(parts, st).await?;
         if p.is_store_token() {
             return Err(AppError::new(
-                StatusCode::FORBIDDEN,
                 ErrorCode::MissingPermission,
                 "a store API token works only on its own store's routes",
             ));
@@ -105,7 +104,6 @@ pub struct MaybePrincipal(pub Option<Principal>);
 
 pub fn unauthorized() -> AppError {
     AppError::new(
-        StatusCode::UNAUTHORIZED,
         ErrorCode::Unauthorized,
         "missing, expired or revoked credentials",
     )
@@ -434,7 +432,6 @@ impl StoreScope {
 
 pub fn missing_permission(p: super::permissions::Permission) -> AppError {
     AppError::new(
-        StatusCode::FORBIDDEN,
         ErrorCode::MissingPermission,
         format!("this needs the {} permission", p.code()),
     )
@@ -511,7 +508,6 @@ impl StoreScope {
             } => {
                 if *own != store_id {
                     return Err(AppError::new(
-                        StatusCode::FORBIDDEN,
                         ErrorCode::MissingPermission,
                         "this store API token belongs to another store",
                     ));

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::error::AppError;
+use crate::error::AppError;
 
 /// A JSON body: 400 `bad_request` for a wrong content type or malformed JSON, 413
 /// `payload_too_large` past the body limit, 422 `validation_failed` naming the field for

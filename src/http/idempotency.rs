@@ -34,9 +34,9 @@ use futures_util::{StreamExt, stream};
 use http_body_util::BodyExt;
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::error::{AppError, ErrorCode};
 use super::rate_limit::CredentialId;
 use super::trace::ClientAddr;
+use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
 use crate::time;
 
@@ -162,7 +162,6 @@ pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -
         )
         .into_response(),
         Ok(Begin::Mismatch) => AppError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::IdempotencyKeyReused,
             "this Idempotency-Key was used with a different request",
         )

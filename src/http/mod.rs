@@ -23,13 +23,12 @@ use std::any::Any;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
-use self::error::{AppError, ErrorCode};
+use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
 
 /// Default body limit of JSON endpoints; an endpoint that takes uploads sets its own.
@@ -53,7 +52,6 @@ pub fn apply_layers(router: Router<AppState>, st: &AppState) -> Router<AppState>
 
 async fn route_not_found() -> Response {
     let mut res = AppError::new(
-        StatusCode::NOT_FOUND,
         ErrorCode::RouteNotFound,
         "no such route; see /v1/openapi/admin.json",
     )
@@ -64,7 +62,6 @@ async fn route_not_found() -> Response {
 
 async fn method_not_allowed() -> AppError {
     AppError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
         ErrorCode::MethodNotAllowed,
         "this route does not accept that method",
     )
@@ -83,10 +80,5 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("(no message)");
     tracing::error!(panic = text, "handler panicked");
-    AppError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        ErrorCode::InternalError,
-        "internal error",
-    )
-    .into_response()
+    AppError::new(ErrorCode::InternalError, "internal error").into_response()
 }

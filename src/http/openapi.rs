@@ -5,7 +5,7 @@
 use utoipa::OpenApi;
 use utoipa::openapi::server::Server;
 
-use super::error::{ErrorBody, ErrorCode};
+use crate::error::{ErrorBody, ErrorCode};
 
 #[derive(OpenApi)]
 #[openapi(

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -19,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use utoipa::{IntoParams, ToSchema};
 
-use super::error::{AppError, ErrorCode};
 use super::extract::parse_query;
+use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
 
 pub const DEFAULT_LIMIT: u32 = 50;
@@ -54,7 +53,6 @@ impl CursorKey {
     pub fn decode<K: DeserializeOwned>(&self, scope: &str, cursor: &str) -> Result<K, AppError> {
         let invalid = || {
             AppError::new(
-                StatusCode::BAD_REQUEST,
                 ErrorCode::InvalidCursor,
                 "the cursor is not valid for this list; start again without it",
             )
@@ -142,7 +140,6 @@ impl PageParams {
                         .filter(|l| (1..=MAX_LIMIT).contains(l))
                         .ok_or_else(|| {
                             AppError::new(
-                                StatusCode::BAD_REQUEST,
                                 ErrorCode::InvalidLimit,
                                 format!("limit must be an integer from 1 to {MAX_LIMIT}"),
                             )
@@ -151,7 +148,6 @@ impl PageParams {
                 "offset" => {
                     params.offset = v.parse::<u64>().ok().ok_or_else(|| {
                         AppError::new(
-                            StatusCode::BAD_REQUEST,
                             ErrorCode::InvalidOffset,
                             "offset must be an integer of 0 or more",
                         )

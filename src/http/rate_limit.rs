@@ -15,9 +15,9 @@ use governor::middleware::{NoOpMiddleware, StateInformationMiddleware};
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
-use super::error::AppError;
 use super::trace::{ClientAddr, budget_key};
 use crate::clock::SharedClock;
+use crate::error::AppError;
 use crate::state::AppState;
 
 /// Adapts the app clock to governor, so tests that move the clock move the budgets too.

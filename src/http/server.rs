@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
 
-use super::error::AppError;
+use crate::error::AppError;
 
 /// What the connection loop needs to know.
 #[derive(Debug, Clone, Copy)]

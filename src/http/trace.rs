@@ -7,12 +7,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tracing::Instrument;
 
-use super::error::{AppError, ErrorCode, ErrorSource};
+use super::error::ErrorSource;
+use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
 
 pub const TRACE_HEADER: &str = "x-trace-id";
@@ -29,7 +30,6 @@ pub async fn limit_headers(req: Request, next: Next) -> Response {
         .sum();
     if bytes > MAX_HEADER_BYTES {
         return AppError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ErrorCode::RequestHeaderFieldsTooLarge,
             "the request headers are too large",
         )

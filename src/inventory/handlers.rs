@@ -6,15 +6,15 @@ use axum::http::StatusCode;
 use super::model::{AdjustmentIn, AdjustmentOut, InventoryFilter, InventoryItem};
 use super::store::{self, Change};
 use crate::audit::{self, Actor};
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::StoreScope;
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{AdjustmentId, StoreId, VariantId};
 use crate::state::AppState;
 
-type ErrorBody = crate::http::error::ErrorBody;
+type ErrorBody = crate::error::ErrorBody;
 
 /// 409 `insufficient_stock`, naming the variant and what it has.
 pub fn insufficient(level: &InventoryItem, wanted: i64) -> AppError {

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::InventoryItem;
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::http::page::Position;
 use crate::ids::{AdjustmentId, ProductId, StoreId, VariantId};
 use crate::time;

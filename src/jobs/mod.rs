@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
 use serde::{Deserialize, Serialize};
 
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::ids::{EventId, JobId, RefundId, WebhookId};
 use crate::time;
 

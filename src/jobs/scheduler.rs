@@ -8,7 +8,7 @@ use rusqlite::Transaction;
 use tokio_util::sync::CancellationToken;
 
 use super::{Job, enqueue};
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::http::idempotency;
 use crate::state::AppState;
 use crate::time;

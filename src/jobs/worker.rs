@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Job;
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::ids::JobId;
 use crate::state::AppState;
 use crate::time;

@@ -11,8 +11,8 @@ use super::payments;
 use super::refunds;
 use super::store::{self, HeldRefund};
 use crate::audit::{self, Actor};
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::StoreScope;
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency;
 use crate::http::page::{Page, PageQuery, Paged, RenderedJson, RenderedPage};
@@ -23,7 +23,7 @@ use crate::inventory::store::{self as stock, Change};
 use crate::state::AppState;
 use crate::time;
 
-type ErrorBody = crate::http::error::ErrorBody;
+type ErrorBody = crate::error::ErrorBody;
 
 fn not_found() -> AppError {
     AppError::not_found("order")
@@ -447,7 +447,6 @@ pub async fn refund_order(
                 if let Some(earlier) = store::refund_by_client_key(tx, store, id, &k)? {
                     if earlier.refund.amount_cents != amount {
                         return Err(AppError::new(
-                            StatusCode::UNPROCESSABLE_ENTITY,
                             ErrorCode::IdempotencyKeyReused,
                             "this Idempotency-Key was used for a refund of another amount",
                         ));
@@ -468,14 +467,12 @@ pub async fn refund_order(
                 };
                 if !payments::can_refund(&cfg.payments, &r.provider) {
                     return Err(AppError::new(
-                        StatusCode::BAD_GATEWAY,
                         ErrorCode::PaymentProviderFailed,
                         "the payment provider holding this payment is not configured",
                     ));
                 }
                 if amount > r.balance_cents {
                     return Err(AppError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
                         ErrorCode::RefundExceedsRefundable,
                         format!(
                             "at most {} cents of this order can be refunded",
@@ -544,7 +541,6 @@ pub async fn refund_order(
     match refund.status.as_str() {
         "succeeded" => Ok((StatusCode::CREATED, Json(refund)).into_response()),
         "failed" => Err(AppError::new(
-            StatusCode::BAD_GATEWAY,
             ErrorCode::PaymentProviderFailed,
             "the payment provider refused the refund",
         )

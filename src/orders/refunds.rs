@@ -21,7 +21,7 @@ use super::model::{OrderStatus, RefundOut};
 use super::payments::{self, Answer};
 use super::store::{self, HeldRefund};
 use crate::audit::{self, Actor};
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::ids::{OrderId, RefundId};
 use crate::jobs::{self, Job};
 use crate::state::AppState;

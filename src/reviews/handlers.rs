@@ -6,15 +6,15 @@ use axum::http::StatusCode;
 use super::model::{ReviewFilter, ReviewIn, ReviewOut, ReviewPatch, ReviewStatus};
 use super::store;
 use crate::audit::{self, Actor};
+use crate::error::AppError;
 use crate::http::auth::StoreScope;
-use crate::http::error::AppError;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged, RenderedJson, RenderedPage};
 use crate::http::permissions::Permission;
 use crate::ids::{ReviewId, StoreId};
 use crate::state::AppState;
 
-type ErrorBody = crate::http::error::ErrorBody;
+type ErrorBody = crate::error::ErrorBody;
 
 fn not_found() -> AppError {
     AppError::not_found("review")

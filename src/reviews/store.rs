@@ -3,7 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::model::{ReviewOut, ReviewStatus};
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::http::page::{Position, RenderedJson, RenderedRows};
 use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
 

@@ -17,7 +17,7 @@ use crate::auth::model::Locale;
 use crate::catalog::model::{CategoryOut, ProductStatus, VariantIn};
 use crate::catalog::store as catalog;
 use crate::customers::store as customers;
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::ids::{CategoryId, CustomerId, OrderId, ProductId, RefundId, ReviewId, StoreId};
 use crate::inventory::store::{self as stock, Change};
 use crate::orders::model::{OrderItem, OrderOut, OrderStatus, RefundOut};

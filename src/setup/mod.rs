@@ -102,7 +102,7 @@ pub fn run(
         Ok(out)
     });
     result.map_err(|e| {
-        if e.code == crate::http::error::ErrorCode::EmailTaken {
+        if e.code == crate::error::ErrorCode::EmailTaken {
             SetupError::EmailTaken(email)
         } else {
             SetupError::Other(anyhow::anyhow!("{e}: {:?}", e.source))

@@ -7,7 +7,7 @@ use rusqlite::{Transaction, params};
 use super::{SetupInput, SetupOutput};
 use crate::auth::model::Locale;
 pub use crate::auth::store::insert_user;
-use crate::http::error::{AppError, ErrorCode, ResultExt};
+use crate::error::{AppError, ErrorCode, ResultExt};
 use crate::ids::{StoreId, TenantId, UserId};
 use crate::time;
 

@@ -10,7 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::db::migrate;
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::http::extract::Json;
 use crate::state::AppState;
 
@@ -48,7 +48,7 @@ async fn healthz() -> Json<HealthOut> {
 
 /// Readiness: the database answers and every migration this binary carries is applied.
 #[utoipa::path(get, path = "/readyz", tag = "system",
-    responses((status = 200, body = ReadyOut), (status = 503, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = ReadyOut), (status = 503, body = crate::error::ErrorBody)))]
 async fn readyz(State(st): State<AppState>) -> Result<Json<ReadyOut>, AppError> {
     let applied = st
         .db

@@ -9,8 +9,8 @@ use super::model::{
 use super::store;
 use crate::audit::{self, Actor};
 use crate::auth::model::Locale;
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::{Principal, StoreScope, UserSession, missing_permission};
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
@@ -46,8 +46,8 @@ fn valid_timezone(tz: &str) -> bool {
 /// Creates an organization; the caller becomes its owner.
 #[utoipa::path(post, path = "/tenants", tag = "organizations", security(("bearer" = [])),
     request_body = TenantIn,
-    responses((status = 201, body = TenantOut), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 409, body = crate::http::error::ErrorBody), (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 201, body = TenantOut), (status = 403, body = crate::error::ErrorBody),
+              (status = 409, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn create_tenant(
     State(st): State<AppState>,
     p: Principal,
@@ -57,7 +57,6 @@ pub async fn create_tenant(
     if p.is_store_token() {
         // Spec 5 rule 2: there are no organization-wide tokens.
         return Err(AppError::new(
-            StatusCode::FORBIDDEN,
             ErrorCode::Forbidden,
             "a store API token cannot create organizations",
         ));
@@ -116,7 +115,7 @@ pub async fn list_tenants(
 /// One of the caller's organizations.
 #[utoipa::path(get, path = "/tenants/{tenant_id}", tag = "organizations", security(("bearer" = [])),
     params(("tenant_id" = TenantId, Path)),
-    responses((status = 200, body = TenantOut), (status = 404, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = TenantOut), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn get_tenant(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -131,8 +130,8 @@ pub async fn get_tenant(
 /// Changes an organization's name, time zone or language (its owners only).
 #[utoipa::path(patch, path = "/tenants/{tenant_id}", tag = "organizations", security(("bearer" = [])),
     params(("tenant_id" = TenantId, Path)), request_body = TenantPatch,
-    responses((status = 200, body = TenantOut), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 404, body = crate::http::error::ErrorBody), (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = TenantOut), (status = 403, body = crate::error::ErrorBody),
+              (status = 404, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update_tenant(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -180,8 +179,8 @@ fn check_plan_allows_store(
 /// Creates a store in an organization; needs `stores.create` there (its owners have it).
 #[utoipa::path(post, path = "/stores", tag = "stores", security(("bearer" = [])),
     request_body = StoreIn,
-    responses((status = 201, body = StoreOut), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 409, body = crate::http::error::ErrorBody), (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 201, body = StoreOut), (status = 403, body = crate::error::ErrorBody),
+              (status = 409, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn create_store(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -239,7 +238,7 @@ pub async fn list_stores(
 /// A store the caller belongs to.
 #[utoipa::path(get, path = "/stores/{store_id}", tag = "stores", security(("bearer" = [])),
     params(("store_id" = crate::ids::StoreId, Path)),
-    responses((status = 200, body = StoreOut), (status = 404, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = StoreOut), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn get_store(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -264,8 +263,8 @@ pub async fn get_store_unchecked(
 /// Renames a store; needs `stores.edit`.
 #[utoipa::path(patch, path = "/stores/{store_id}", tag = "stores", security(("bearer" = [])),
     params(("store_id" = crate::ids::StoreId, Path)), request_body = StorePatch,
-    responses((status = 200, body = StoreOut), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 404, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = StoreOut), (status = 403, body = crate::error::ErrorBody),
+              (status = 404, body = crate::error::ErrorBody)))]
 pub async fn update_store(
     State(st): State<AppState>,
     scope: StoreScope,

@@ -18,8 +18,8 @@ use crate::auth::handlers::{
 };
 use crate::auth::model::{Locale, SessionOut};
 use crate::auth::{device, password, store as auth_store};
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::{StoreScope, missing_permission};
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::{no_store, sealed_store};
 use crate::http::permissions::{Permission, Role};
@@ -79,8 +79,8 @@ fn check_plan_allows_invite(
 /// invite an owner).
 #[utoipa::path(post, path = "/stores/{store_id}/invites", tag = "members", security(("bearer" = [])),
     params(("store_id" = StoreId, Path)), request_body = InviteIn,
-    responses((status = 201, body = InviteOut), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 201, body = InviteOut), (status = 403, body = crate::error::ErrorBody),
+              (status = 422, body = crate::error::ErrorBody)))]
 pub async fn create_invite(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -171,9 +171,9 @@ struct Pending {
 /// Accepts an invite (public: the token is the credential).
 #[utoipa::path(post, path = "/invites/{token}/accept", tag = "members", request_body = AcceptIn,
     params(("token" = String, Path)),
-    responses((status = 200, body = AcceptOut), (status = 401, body = crate::http::error::ErrorBody),
-              (status = 403, body = crate::http::error::ErrorBody), (status = 404, body = crate::http::error::ErrorBody),
-              (status = 422, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = AcceptOut), (status = 401, body = crate::error::ErrorBody),
+              (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
+              (status = 422, body = crate::error::ErrorBody)))]
 pub async fn accept_invite(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
@@ -228,7 +228,6 @@ pub async fn accept_invite(
         let budget = ClientAddr(addr).budget_key();
         if !guarded_password_check(&st, &user.email, &budget, input.password, phc).await? {
             return Err(AppError::new(
-                StatusCode::UNAUTHORIZED,
                 ErrorCode::InvalidCredentials,
                 "the password of the invited account is wrong",
             ));

@@ -10,8 +10,8 @@ use utoipa::ToSchema;
 
 use super::store;
 use crate::audit::{self, Actor};
+use crate::error::{AppError, ErrorCode};
 use crate::http::auth::{StoreScope, missing_permission};
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::{Permission, Role};
@@ -101,7 +101,7 @@ fn member_role(
 /// The store's members, newest first.
 #[utoipa::path(get, path = "/stores/{store_id}/members", tag = "members", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), PageQuery),
-    responses((status = 200, body = Page<MemberOut>), (status = 403, body = crate::http::error::ErrorBody)))]
+    responses((status = 200, body = Page<MemberOut>), (status = 403, body = crate::error::ErrorBody)))]
 pub async fn list_members(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -131,8 +131,8 @@ pub async fn list_members(
 #[utoipa::path(patch, path = "/stores/{store_id}/members/{user_id}", tag = "members",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("user_id" = UserId, Path)),
     request_body = MemberPatch,
-    responses((status = 204, description = "Changed"), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 404, body = crate::http::error::ErrorBody), (status = 409, body = crate::http::error::ErrorBody)))]
+    responses((status = 204, description = "Changed"), (status = 403, body = crate::error::ErrorBody),
+              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn update_member(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -178,8 +178,8 @@ pub async fn update_member(
 /// Removes a member; every API token they issued in this store stops working.
 #[utoipa::path(delete, path = "/stores/{store_id}/members/{user_id}", tag = "members",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("user_id" = UserId, Path)),
-    responses((status = 204, description = "Removed"), (status = 403, body = crate::http::error::ErrorBody),
-              (status = 404, body = crate::http::error::ErrorBody), (status = 409, body = crate::http::error::ErrorBody)))]
+    responses((status = 204, description = "Removed"), (status = 403, body = crate::error::ErrorBody),
+              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn remove_member(
     State(st): State<AppState>,
     scope: StoreScope,

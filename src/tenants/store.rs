@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{StoreOut, TenantOut};
 use crate::auth::model::Locale;
-use crate::http::error::{AppError, ErrorCode, ResultExt};
+use crate::error::{AppError, ErrorCode, ResultExt};
 use crate::ids::{StoreId, TenantId, UserId};
 use crate::setup::store::slugify;
 use crate::time;

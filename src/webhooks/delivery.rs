@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::target::GuardedResolver;
 use crate::config::Config;
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::ids::{AttemptId, EventId, WebhookId};
 use crate::jobs::worker::{self, Claimed};
 use crate::jobs::{Job, WEBHOOK_QUEUE};

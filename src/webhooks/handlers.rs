@@ -14,9 +14,9 @@ use super::model::{
 use super::store::{self, ResendRefused, WebhookRow};
 use super::{catalog, target};
 use crate::audit::{self, Actor};
+use crate::error::{AppError, ErrorCode};
 use crate::events;
 use crate::http::auth::{Principal, StoreScope};
-use crate::http::error::{AppError, ErrorCode};
 use crate::http::extract::{Json, Path, parse_json, parse_query};
 use crate::http::idempotency::{no_store, sealed_store};
 use crate::http::page::{Page, PageQuery, Paged};
@@ -28,7 +28,7 @@ use crate::state::AppState;
 use crate::threads::run_blocking;
 use crate::time;
 
-type ErrorBody = crate::http::error::ErrorBody;
+type ErrorBody = crate::error::ErrorBody;
 
 /// 202 with what was queued.
 fn accepted(enqueued: u64, event_id: Option<crate::ids::EventId>) -> Response {

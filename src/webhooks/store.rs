@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{AttemptOut, SubscriptionOut};
-use crate::http::error::AppError;
+use crate::error::AppError;
 use crate::http::page::Position;
 use crate::ids::{EventId, StoreId, WebhookId};
 use crate::jobs::{self, Job};

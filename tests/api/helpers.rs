@@ -14,7 +14,7 @@ use chrono::{TimeZone, Utc};
 use merchant_admin::AppState;
 use merchant_admin::clock::ManualClock;
 use merchant_admin::config::Config;
-use merchant_admin::http::error::AppError;
+use merchant_admin::error::AppError;
 use merchant_admin::http::extract::{Json, Path};
 use merchant_admin::http::page::{Page, Paged};
 use merchant_admin::setup::{self, SetupInput, SetupOutput};

@@ -3,7 +3,7 @@
 use std::time::Duration as StdDuration;
 
 use chrono::Duration;
-use merchant_admin::http::error::AppError;
+use merchant_admin::error::AppError;
 use merchant_admin::jobs::worker::{self, Outcome};
 use merchant_admin::jobs::{self, Job};
 use serde_json::json;
