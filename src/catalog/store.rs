@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{CategoryOut, ProductOut, ProductStatus, VariantIn, VariantOut};
+use crate::db::rendered::Position;
 use crate::error::{AppError, ErrorCode, ResultExt};
-use crate::http::page::Position;
 use crate::ids::{CategoryId, ProductId, StoreId, VariantId};
 use crate::time;
 

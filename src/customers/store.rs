@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{Address, CustomerOut};
+use crate::db::rendered::Position;
 use crate::error::{AppError, ErrorCode, ResultExt};
-use crate::http::page::Position;
 use crate::ids::{CustomerId, StoreId};
 use crate::time;
 

@@ -14,6 +14,7 @@
 pub mod backup;
 pub mod keys;
 pub mod migrate;
+pub mod rendered;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -372,11 +373,11 @@ pub fn rendered_by_id(
     table: &str,
     store: crate::ids::StoreId,
     id: &dyn rusqlite::ToSql,
-) -> Result<Option<crate::http::page::RenderedJson>, AppError> {
+) -> Result<Option<crate::db::rendered::RenderedJson>, AppError> {
     let sql = format!("SELECT rendered FROM {table} WHERE store_id = ?1 AND id = ?2");
     Ok(c.prepare_cached(&sql)?
         .query_row(rusqlite::params![store, id], |r| {
-            r.get(0).map(crate::http::page::RenderedJson)
+            r.get(0).map(crate::db::rendered::RenderedJson)
         })
         .optional()?)
 }
@@ -389,8 +390,8 @@ pub fn rendered_newest_first(
     table: &str,
     filter: &str,
     filters: [&dyn rusqlite::ToSql; 3],
-    after: Option<&crate::http::page::Position>,
-    page: &mut crate::http::page::RenderedRows,
+    after: Option<&crate::db::rendered::Position>,
+    page: &mut crate::db::rendered::RenderedRows,
     offset: i64,
 ) -> Result<(), AppError> {
     let (at, id) = after

@@ -19,6 +19,7 @@ use sha2::Sha256;
 use utoipa::{IntoParams, ToSchema};
 
 use super::extract::parse_query;
+use crate::db::rendered::{Position, RenderedJson, RenderedRows};
 use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
 
@@ -256,10 +257,6 @@ impl<T> Page<T> {
     }
 }
 
-/// A row we already rendered as JSON ourselves (an order's stored body), answered as is.
-#[derive(Debug, Clone)]
-pub struct RenderedJson(pub String);
-
 impl axum::response::IntoResponse for RenderedJson {
     fn into_response(self) -> axum::response::Response {
         json_response(self.0)
@@ -276,61 +273,6 @@ fn json_response(body: impl Into<axum::body::Body>) -> axum::response::Response 
     res
 }
 
-/// The rows of a page the database holds already rendered (orders, reviews), written by the
-/// query straight into the response body: `{"data":[` then the rows, comma-separated. A page
-/// costs one buffer and one copy of each row; [`RenderedPage`] closes the envelope. Rows are
-/// JSON we wrote ourselves, so they are not parsed again to prove it.
-#[derive(Debug)]
-pub struct RenderedRows {
-    body: Vec<u8>,
-    /// Where the body ends after each row, to drop the extra row fetched for `has_more`.
-    ends: Vec<usize>,
-    limit: usize,
-    /// The position of the page's last row: the only one a `next_cursor` can name.
-    last: Option<Position>,
-}
-
-impl RenderedRows {
-    fn new(limit: usize) -> Self {
-        // An order is most of a KiB; the rest is room for the envelope's tail.
-        let mut body = Vec::with_capacity((limit + 1) * 1024 + 256);
-        body.extend_from_slice(br#"{"data":["#);
-        Self {
-            body,
-            ends: Vec::with_capacity(limit + 1),
-            limit,
-            last: None,
-        }
-    }
-
-    /// The rows to fetch: one more than the page, to learn whether another page follows.
-    pub fn fetch(&self) -> usize {
-        self.limit + 1
-    }
-
-    /// Appends a row in list order. `position` is asked only of the page's last row, so the
-    /// others cost no keyset values.
-    pub fn push<E>(
-        &mut self,
-        json: &[u8],
-        position: impl FnOnce() -> Result<Position, E>,
-    ) -> Result<(), E> {
-        if self.ends.len() + 1 == self.limit {
-            self.last = Some(position()?);
-        }
-        if !self.ends.is_empty() {
-            self.body.push(b',');
-        }
-        self.body.extend_from_slice(json);
-        self.ends.push(self.body.len());
-        Ok(())
-    }
-
-    fn has_more(&self) -> bool {
-        self.ends.len() > self.limit
-    }
-}
-
 /// A [`Page`] of [`RenderedRows`]: the same envelope, written without a serializer.
 #[derive(Debug)]
 pub struct RenderedPage {
@@ -341,16 +283,7 @@ pub struct RenderedPage {
 
 impl axum::response::IntoResponse for RenderedPage {
     fn into_response(self) -> axum::response::Response {
-        let has_more = self.rows.has_more();
-        let RenderedRows {
-            mut body,
-            ends,
-            limit,
-            ..
-        } = self.rows;
-        if has_more {
-            body.truncate(ends[limit - 1]);
-        }
+        let (mut body, has_more) = self.rows.finish();
         body.extend_from_slice(br#"],"has_more":"#);
         body.extend_from_slice(if has_more { b"true" } else { b"false" });
         body.extend_from_slice(br#","next_cursor":"#);
@@ -373,9 +306,6 @@ impl axum::response::IntoResponse for RenderedPage {
         json_response(body)
     }
 }
-
-/// The keyset position of the "newest first" lists: a timestamp and an id, as text.
-pub type Position = (String, String);
 
 impl PageParams {
     /// Runs one keyset-paged list on a reader connection: `rows(conn, after, fetch_limit,
@@ -463,7 +393,7 @@ impl PageParams {
             )
             .await?;
         let next_cursor = if found.has_more() {
-            found.last.as_ref().map(|p| self.key.encode(scope, p))
+            found.last().map(|p| self.key.encode(scope, p))
         } else {
             None
         };

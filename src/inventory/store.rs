@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::InventoryItem;
+use crate::db::rendered::Position;
 use crate::error::AppError;
-use crate::http::page::Position;
 use crate::ids::{AdjustmentId, ProductId, StoreId, VariantId};
 use crate::time;
 

@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{OrderItem, OrderOut, OrderStatus, PaymentOut, RefundOut};
+use crate::db::rendered::{Position, RenderedJson, RenderedRows};
 use crate::error::AppError;
-use crate::http::page::{Position, RenderedJson, RenderedRows};
 use crate::ids::{CustomerId, OrderId, PaymentId, RefundId, StoreId, TenantId, UserId};
 use crate::time;
 

@@ -3,8 +3,8 @@
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::model::{ReviewOut, ReviewStatus};
+use crate::db::rendered::{Position, RenderedJson, RenderedRows};
 use crate::error::AppError;
-use crate::http::page::{Position, RenderedJson, RenderedRows};
 use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
 
 pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {

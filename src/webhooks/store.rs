@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{AttemptOut, SubscriptionOut};
+use crate::db::rendered::Position;
 use crate::error::AppError;
-use crate::http::page::Position;
 use crate::ids::{EventId, StoreId, WebhookId};
 use crate::jobs::{self, Job};
 use crate::time;
