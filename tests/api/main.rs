@@ -11,6 +11,7 @@ mod idempotency;
 mod identity;
 mod inventory;
 mod jobs;
+mod layers;
 mod limits;
 mod logging;
 mod members;
