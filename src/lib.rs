@@ -24,6 +24,7 @@ pub mod setup;
 pub mod state;
 pub mod system;
 pub mod tenants;
+pub mod text;
 pub mod threads;
 pub mod time;
 pub mod webhooks;

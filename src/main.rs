@@ -128,7 +128,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 UsersCommand::Activate(a) => (a, false),
             };
             let db = Db::open(&db::db_path(&args.data.data_dir))?;
-            let email = args.email.trim().to_lowercase();
+            let email = merchant_admin::text::normalize_email(&args.email);
             let e = email.clone();
             let found = db
                 .write_blocking(|tx| auth_store::set_disabled(tx, &e, disable, SystemClock.now()))

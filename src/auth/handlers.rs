@@ -18,8 +18,8 @@ use crate::http::idempotency::no_store;
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::trace::ClientAddr;
 use crate::ids::SessionId;
-use crate::setup::store::looks_like_email;
 use crate::state::AppState;
+use crate::text::{looks_like_email, normalize_email};
 
 pub fn lifetimes(st: &AppState) -> Lifetimes {
     Lifetimes {
@@ -39,11 +39,6 @@ pub fn session_out(st: &AppState, pair: IssuedPair, user: &UserRow) -> SessionOu
         session_id: pair.session_id,
         user: user.to_out(),
     }
-}
-
-/// Trimmed and lowercased, so e-mails compare case-insensitively.
-pub fn normalize_email(email: &str) -> String {
-    email.trim().to_lowercase()
 }
 
 /// Creates an account. It has no stores and is not signed in.

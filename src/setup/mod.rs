@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::auth::password;
 use crate::db::Db;
 use crate::ids::{StoreId, TenantId, UserId};
+use crate::text;
 
 #[derive(Clone)]
 pub struct SetupInput {
@@ -59,8 +60,8 @@ fn validate(input: &SetupInput) -> Result<SetupInput, SetupError> {
         field,
         message: message.into(),
     };
-    let email = input.email.trim().to_lowercase();
-    if !store::looks_like_email(&email) {
+    let email = text::normalize_email(&input.email);
+    if !text::looks_like_email(&email) {
         return Err(invalid("email", "is not a valid e-mail address"));
     }
     password::check_rules(&input.password).map_err(|m| invalid("password", m))?;

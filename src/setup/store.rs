@@ -1,36 +1,16 @@
-//! SQL for setup: users, tenants, stores and memberships. The identity and organization
-//! areas take these over as they grow.
+//! SQL of the `setup` command: the first owner, organization and store in one transaction.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
 
 use super::{SetupInput, SetupOutput};
 use crate::auth::model::Locale;
-pub use crate::auth::store::insert_user;
+use crate::auth::store::insert_user;
 use crate::http::error::{AppError, ErrorCode, ResultExt};
-use crate::ids::{StoreId, TenantId, UserId};
+use crate::ids::{StoreId, TenantId};
+use crate::tenants::store::add_store_member;
+use crate::text::slugify;
 use crate::time;
-
-/// A deliberately loose check (one `@`, a dot in the domain, no spaces); the identity issue
-/// owns the full rule.
-pub fn looks_like_email(s: &str) -> bool {
-    let Some((local, domain)) = s.split_once('@') else {
-        return false;
-    };
-    !local.is_empty()
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && !s.contains(char::is_whitespace)
-        && !domain.contains('@')
-        && s.len() <= 254
-}
-
-/// The URL-friendly name: lowercase, accents folded, words joined by dashes.
-pub fn slugify(name: &str) -> String {
-    let s = slug::slugify(name);
-    if s.is_empty() { "store".into() } else { s }
-}
 
 #[tracing::instrument(skip_all)]
 pub fn create_owner(
@@ -76,47 +56,4 @@ pub fn create_owner(
         tenant_id,
         store_id,
     })
-}
-
-pub fn add_store_member(
-    tx: &Transaction<'_>,
-    store_id: StoreId,
-    user_id: UserId,
-    role: &str,
-    now: &str,
-) -> Result<(), AppError> {
-    crate::db::exec(
-        tx,
-        "INSERT INTO store_members (store_id, user_id, role, created_at) VALUES (?1, ?2, ?3, ?4)",
-        params![store_id, user_id, role, now],
-    )?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn slugs_fold_accents_and_join_with_dashes() {
-        assert_eq!(
-            super::slugify("Café São Paulo  Ltda."),
-            "cafe-sao-paulo-ltda"
-        );
-        assert_eq!(super::slugify("!!!"), "store");
-    }
-
-    #[test]
-    fn email_check_is_loose_but_not_empty() {
-        assert!(super::looks_like_email("ana@example.com"));
-        for bad in [
-            "",
-            "ana",
-            "ana@",
-            "@x.com",
-            "ana@x",
-            "a b@x.com",
-            "ana@x.com.",
-        ] {
-            assert!(!super::looks_like_email(bad), "{bad}");
-        }
-    }
 }
