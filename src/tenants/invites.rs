@@ -13,8 +13,8 @@ use utoipa::ToSchema;
 
 use super::members::RoleIn;
 use crate::audit::{self, Actor};
-use crate::auth::handlers::{account_disabled, guarded_password_check, lifetimes, session_out};
 use crate::auth::model::{Locale, SessionOut};
+use crate::auth::session::{account_disabled, guarded_password_check, lifetimes, session_out};
 use crate::auth::{device, password, store as auth_store};
 use crate::http::auth::{StoreScope, missing_permission};
 use crate::http::error::{AppError, ErrorCode};
