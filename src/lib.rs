@@ -8,6 +8,7 @@ pub mod auth;
 pub mod catalog;
 pub mod cli;
 pub mod clock;
+pub mod commands;
 pub mod config;
 pub mod customers;
 pub mod db;
