@@ -14,6 +14,7 @@ pub mod handlers;
 pub mod model;
 pub mod otp;
 pub mod password;
+pub mod session;
 pub mod store;
 pub mod totp;
 pub mod two_factor;

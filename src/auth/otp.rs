@@ -5,10 +5,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::handlers::{account_disabled, confirm_password, require_recent_sign_in};
 use super::model::{
     ChallengeIn, CodeIn, CodeSentOut, MsgappEnableIn, OtpVerifyIn, PasswordConfirmIn, SessionOut,
 };
+use super::session::{account_disabled, confirm_password, require_recent_sign_in};
 use super::store::{self, CHALLENGE_ATTEMPTS, CODE_TTL, CodeOwner};
 use super::two_factor::{
     Check, Method, invalid_challenge, invalid_code, msgapp_not_enabled, verify_challenge,

@@ -7,12 +7,12 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
 
-use super::handlers::{
-    account_disabled, confirm_password, lifetimes, load_user, require_recent_sign_in, session_out,
-};
 use super::model::{
     PasswordConfirmIn, ReauthIn, RecoveryCodesOut, RecoveryVerifyIn, SessionOut, TotpCodeIn,
     TotpSetupOut, TotpVerifyIn,
+};
+use super::session::{
+    account_disabled, confirm_password, lifetimes, load_user, require_recent_sign_in, session_out,
 };
 use super::store::{self, CHALLENGE_ATTEMPTS, ChallengeRow, FailureKind, IssuedPair, UserRow};
 use super::totp;

@@ -90,12 +90,7 @@ pub async fn create_category(
             check_parent(tx, store, id, input.parent_id)?;
             let slug = match slug {
                 Some(s) => s,
-                None => store::free_slug(
-                    tx,
-                    "categories",
-                    store,
-                    &crate::setup::store::slugify(&name),
-                )?,
+                None => store::free_slug(tx, "categories", store, &crate::text::slugify(&name))?,
             };
             let out = CategoryOut {
                 id,

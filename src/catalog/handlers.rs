@@ -196,9 +196,7 @@ pub async fn create_product(
             let id = ProductId::new();
             let slug = match slug {
                 Some(s) => s,
-                None => {
-                    store::free_slug(tx, "products", store, &crate::setup::store::slugify(&title))?
-                }
+                None => store::free_slug(tx, "products", store, &crate::text::slugify(&title))?,
             };
             let desc = description.unwrap_or_default();
             store::insert_product(tx, store, id, &title, &slug, &desc, status, &tags, now)?;

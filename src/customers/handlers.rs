@@ -22,10 +22,10 @@ fn not_found() -> AppError {
 
 /// The e-mail as accounts store it (trimmed, lowercased, the same loose check); empty clears it.
 fn email(v: &str) -> Result<Option<String>, AppError> {
-    let e = crate::auth::handlers::normalize_email(v);
+    let e = crate::text::normalize_email(v);
     if e.is_empty() {
         Ok(None)
-    } else if crate::setup::store::looks_like_email(&e) {
+    } else if crate::text::looks_like_email(&e) {
         Ok(Some(e))
     } else {
         Err(AppError::field("email", "is not an e-mail address"))

@@ -4,9 +4,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use super::model::{AdjustmentIn, AdjustmentOut, InventoryFilter, InventoryItem};
-use super::store::{self, Change};
+use super::store::{self, Change, insufficient};
 use crate::audit::{self, Actor};
-use crate::error::{AppError, ErrorCode};
+use crate::error::AppError;
 use crate::http::auth::StoreScope;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
@@ -15,23 +15,6 @@ use crate::ids::{AdjustmentId, StoreId, VariantId};
 use crate::state::AppState;
 
 type ErrorBody = crate::error::ErrorBody;
-
-/// 409 `insufficient_stock`, naming the variant and what it has.
-pub fn insufficient(level: &InventoryItem, wanted: i64) -> AppError {
-    AppError::conflict(
-        ErrorCode::InsufficientStock,
-        format!(
-            "SKU {} has {} available, {wanted} needed",
-            level.sku, level.available
-        ),
-    )
-    .with_details(serde_json::json!({
-        "variant_id": level.variant_id,
-        "sku": level.sku,
-        "available": level.available,
-        "requested": wanted,
-    }))
-}
 
 /// Every variant's stock, by SKU; filters `product_id` and `low_stock`.
 #[utoipa::path(get, path = "/stores/{store_id}/inventory", tag = "inventory", security(("bearer" = [])),

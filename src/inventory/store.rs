@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::InventoryItem;
 use crate::db::rendered::Position;
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::ids::{AdjustmentId, ProductId, StoreId, VariantId};
 use crate::time;
 
@@ -32,6 +32,23 @@ pub enum Change {
     Missing,
     /// The change would take `available` (or on-hand) below zero; the stock is unchanged.
     Short(InventoryItem),
+}
+
+/// 409 `insufficient_stock`, naming the variant and what it has.
+pub fn insufficient(level: &InventoryItem, wanted: i64) -> AppError {
+    AppError::conflict(
+        ErrorCode::InsufficientStock,
+        format!(
+            "SKU {} has {} available, {wanted} needed",
+            level.sku, level.available
+        ),
+    )
+    .with_details(serde_json::json!({
+        "variant_id": level.variant_id,
+        "sku": level.sku,
+        "available": level.available,
+        "requested": wanted,
+    }))
 }
 
 fn is_low(available: i64, threshold: i64) -> bool {

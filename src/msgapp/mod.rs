@@ -51,6 +51,37 @@ pub fn withhold_secret_bodies(tx: &rusqlite::Transaction<'_>) -> rusqlite::Resul
     )
 }
 
+/// One row of `outbound_messages`, as `dev outbox` lists it.
+#[derive(Debug, Clone)]
+pub struct OutboundMessage {
+    pub created_at: String,
+    pub channel: String,
+    pub recipient: String,
+    pub template: String,
+    pub body: String,
+}
+
+/// The latest `limit` outbound messages, newest first (`merchant-admin dev outbox`).
+pub fn recent_messages(
+    c: &rusqlite::Connection,
+    limit: u32,
+) -> rusqlite::Result<Vec<OutboundMessage>> {
+    let mut s = c.prepare(
+        "SELECT created_at, channel, recipient, template, body FROM outbound_messages
+         ORDER BY created_at DESC LIMIT ?1",
+    )?;
+    s.query_map([limit], |r| {
+        Ok(OutboundMessage {
+            created_at: r.get(0)?,
+            channel: r.get(1)?,
+            recipient: r.get(2)?,
+            template: r.get(3)?,
+            body: r.get(4)?,
+        })
+    })?
+    .collect()
+}
+
 /// A one-time code to send with the code template.
 pub struct CodeMessage<'a> {
     pub to: &'a str,

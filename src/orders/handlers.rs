@@ -19,8 +19,7 @@ use crate::http::idempotency;
 use crate::http::page::{Page, PageQuery, Paged, RenderedPage};
 use crate::http::permissions::Permission;
 use crate::ids::{OrderId, RefundId, StoreId};
-use crate::inventory::handlers::insufficient;
-use crate::inventory::store::{self as stock, Change};
+use crate::inventory::store::{self as stock, Change, insufficient};
 use crate::state::AppState;
 use crate::time;
 

@@ -67,8 +67,8 @@ pub async fn import_review(
         return Err(AppError::field("rating", "must be 1 to 5"));
     }
     let author_name = text("author_name", &input.author_name, 1, 255)?;
-    let author_email = crate::auth::handlers::normalize_email(&input.author_email);
-    if !crate::setup::store::looks_like_email(&author_email) {
+    let author_email = crate::text::normalize_email(&input.author_email);
+    if !crate::text::looks_like_email(&author_email) {
         return Err(AppError::field("author_email", "is not an e-mail address"));
     }
     let title = text("title", &input.title, 0, 255)?;

@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng};
 use rusqlite::Transaction;
 
 use super::SetupOutput;
-use super::store::{add_store_member, insert_user};
 use crate::auth::model::Locale;
+use crate::auth::store::insert_user;
 use crate::catalog::model::{CategoryOut, ProductStatus, VariantIn};
 use crate::catalog::store as catalog;
 use crate::customers::store as customers;
@@ -24,6 +24,7 @@ use crate::orders::model::{OrderItem, OrderOut, OrderStatus, RefundOut};
 use crate::orders::store as orders;
 use crate::reviews::model::{ReviewOut, ReviewStatus};
 use crate::reviews::store as reviews;
+use crate::tenants::store::add_store_member;
 use crate::time;
 
 const TEAM: [(&str, &str); 3] = [
@@ -135,7 +136,7 @@ fn seed_catalog(
             store_id: store,
             parent_id: None,
             name: name.into(),
-            slug: crate::setup::store::slugify(name),
+            slug: crate::text::slugify(name),
             created_at: time::format(at),
             updated_at: time::format(at),
         };
@@ -149,8 +150,7 @@ fn seed_catalog(
         .enumerate()
     {
         let title = format!("{noun} {adj}");
-        let slug =
-            catalog::free_slug(tx, "products", store, &crate::setup::store::slugify(&title))?;
+        let slug = catalog::free_slug(tx, "products", store, &crate::text::slugify(&title))?;
         let id = ProductId::new();
         let status = match n % 17 {
             0 => ProductStatus::Draft,
@@ -200,7 +200,7 @@ fn seed_customers(
         let id = CustomerId::new();
         // A few buyers came over the messaging app and left no e-mail.
         let email = (n % 9 != 0).then(|| {
-            let local = crate::setup::store::slugify(&format!("{first} {last} {n}"));
+            let local = crate::text::slugify(&format!("{first} {last} {n}"));
             format!("{}@example.com", local.replace('-', "."))
         });
         let fields = customers::Fields {
@@ -402,7 +402,7 @@ fn seed_reviews(
             customer_id: customer,
             order_id: order,
             author_name: first.into(),
-            author_email: format!("{}.{n}@example.com", crate::setup::store::slugify(first)),
+            author_email: format!("{}.{n}@example.com", crate::text::slugify(first)),
             title: head.into(),
             body: body.into(),
             rating,

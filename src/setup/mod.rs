@@ -3,13 +3,18 @@
 //! changes nothing. `--demo` adds demo data; each area adds its part to [`demo`].
 
 pub mod demo;
-pub mod store;
 
+use chrono::{DateTime, Utc};
+use rusqlite::Transaction;
 use serde::Serialize;
 
-use crate::auth::password;
+use crate::auth::model::Locale;
+use crate::auth::{password, store as auth_store};
 use crate::db::Db;
+use crate::error::{AppError, ErrorCode};
 use crate::ids::{StoreId, TenantId, UserId};
+use crate::tenants::store as tenants;
+use crate::text;
 
 #[derive(Clone)]
 pub struct SetupInput {
@@ -59,8 +64,8 @@ fn validate(input: &SetupInput) -> Result<SetupInput, SetupError> {
         field,
         message: message.into(),
     };
-    let email = input.email.trim().to_lowercase();
-    if !store::looks_like_email(&email) {
+    let email = text::normalize_email(&input.email);
+    if !text::looks_like_email(&email) {
         return Err(invalid("email", "is not a valid e-mail address"));
     }
     password::check_rules(&input.password).map_err(|m| invalid("password", m))?;
@@ -95,17 +100,47 @@ pub fn run(
     };
     let email = input.email.clone();
     let result = db.write_blocking(|tx| {
-        let out = store::create_owner(tx, now, &input, &password_hash)?;
+        let out = create_owner(tx, now, &input, &password_hash)?;
         if let Some(h) = &demo_hash {
             demo::seed(tx, now, out, h)?;
         }
         Ok(out)
     });
     result.map_err(|e| {
-        if e.code == crate::error::ErrorCode::EmailTaken {
+        if e.code == ErrorCode::EmailTaken {
             SetupError::EmailTaken(email)
         } else {
             SetupError::Other(anyhow::anyhow!("{e}: {:?}", e.source))
         }
+    })
+}
+
+/// The first user, as owner of a new organization and of its first store.
+#[tracing::instrument(skip_all)]
+fn create_owner(
+    tx: &Transaction<'_>,
+    now: DateTime<Utc>,
+    input: &SetupInput,
+    password_hash: &str,
+) -> Result<SetupOutput, AppError> {
+    let user_id = auth_store::insert_user(tx, now, &input.email, password_hash, Locale::PtBr)?.id;
+    // pt-BR and no plan: what the tenants table defaults to.
+    let tenant_id = tenants::create_tenant(tx, user_id, &input.org_name, Locale::PtBr, None, now)
+        .map_err(|e| {
+            if e.code == ErrorCode::SlugTaken {
+                AppError::conflict(
+                    ErrorCode::SlugTaken,
+                    "an organization with this name already exists",
+                )
+            } else {
+                e
+            }
+        })?
+        .id;
+    let store_id = tenants::create_store(tx, tenant_id, user_id, &input.store_name, now)?.id;
+    Ok(SetupOutput {
+        user_id,
+        tenant_id,
+        store_id,
     })
 }

@@ -21,7 +21,7 @@ use crate::state::AppState;
 /// A name of 1 to 120 characters, trimmed.
 fn clean_name(name: &str) -> Result<String, AppError> {
     let name = text("name", name, 1, 120)?;
-    if crate::setup::store::slugify(&name) == "store" && !name.to_lowercase().contains("store") {
+    if crate::text::slugify(&name) == "store" && !name.to_lowercase().contains("store") {
         return Err(AppError::field(
             "name",
             "needs at least one letter or digit",

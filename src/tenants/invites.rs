@@ -13,10 +13,8 @@ use utoipa::ToSchema;
 
 use super::members::RoleIn;
 use crate::audit::{self, Actor};
-use crate::auth::handlers::{
-    account_disabled, guarded_password_check, lifetimes, normalize_email, session_out,
-};
 use crate::auth::model::{Locale, SessionOut};
+use crate::auth::session::{account_disabled, guarded_password_check, lifetimes, session_out};
 use crate::auth::{device, password, store as auth_store};
 use crate::error::{AppError, ErrorCode};
 use crate::http::auth::{StoreScope, missing_permission};
@@ -25,8 +23,9 @@ use crate::http::idempotency::{no_store, sealed_store};
 use crate::http::permissions::{Permission, Role};
 use crate::http::trace::{ClientAddr, TraceId};
 use crate::ids::{StoreId, UserId};
-use crate::setup::store::{add_store_member, looks_like_email};
 use crate::state::AppState;
+use crate::tenants::store::add_store_member;
+use crate::text::{looks_like_email, normalize_email};
 use crate::{events, secrets, time};
 
 const INVITE_TTL: Duration = Duration::days(7);

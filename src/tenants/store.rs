@@ -8,7 +8,7 @@ use super::model::{StoreOut, TenantOut};
 use crate::auth::model::Locale;
 use crate::error::{AppError, ErrorCode, ResultExt};
 use crate::ids::{StoreId, TenantId, UserId};
-use crate::setup::store::slugify;
+use crate::text::slugify;
 use crate::time;
 
 fn slug_taken(what: &str) -> AppError {
@@ -160,7 +160,7 @@ pub fn create_store(
         params![id, tenant, name, slugify(name), now_s],
     )
     .on_constraint("stores.tenant_id", |_| slug_taken("store"))?;
-    crate::setup::store::add_store_member(tx, id, creator, "owner", &now_s)?;
+    add_store_member(tx, id, creator, "owner", &now_s)?;
     get_store(tx, id)?.ok_or_else(|| AppError::internal(anyhow::anyhow!("store vanished")))
 }
 
@@ -234,6 +234,22 @@ pub fn count_tenants(c: &Connection, user: UserId) -> Result<i64, AppError> {
         [user],
         |r| r.get(0),
     )?)
+}
+
+/// Makes `user_id` a member of the store with `role` (`now` already formatted).
+pub fn add_store_member(
+    tx: &Transaction<'_>,
+    store_id: StoreId,
+    user_id: UserId,
+    role: &str,
+    now: &str,
+) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "INSERT INTO store_members (store_id, user_id, role, created_at) VALUES (?1, ?2, ?3, ?4)",
+        params![store_id, user_id, role, now],
+    )?;
+    Ok(())
 }
 
 /// A member of a store.

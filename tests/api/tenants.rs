@@ -71,7 +71,7 @@ impl TestApp {
         self.state
             .db
             .write(move |tx| {
-                merchant_admin::setup::store::add_store_member(tx, store, user, role, &now)
+                merchant_admin::tenants::store::add_store_member(tx, store, user, role, &now)
             })
             .await
             .unwrap();

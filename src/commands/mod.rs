@@ -1,0 +1,17 @@
+//! The command line's bodies, one function per subcommand: `main.rs` parses the arguments
+//! and calls one of these. Each prints what the operator reads and returns the error
+//! `main` reports; storage work goes through `db` and the areas' stores.
+
+mod backup;
+mod dev;
+mod migrate;
+mod serve;
+mod setup;
+mod users;
+
+pub use backup::{backup, restore};
+pub use dev::dev;
+pub use migrate::{migrate, version};
+pub use serve::serve;
+pub use setup::setup;
+pub use users::users;
