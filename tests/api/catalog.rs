@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, spawn_app};
-use crate::tenants::{get, patch, post};
-use crate::webhooks::Receiver;
+use crate::support::Receiver;
+use crate::support::{TestApp, spawn_app};
+use crate::support::{get, patch, post};
 
 async fn owner(app: &TestApp) -> (String, String) {
     let (token, _) = app.member("owner@example.com").await;
@@ -208,7 +208,7 @@ async fn products_are_created_changed_and_deleted_with_their_events() {
     assert_eq!(app.count("SELECT COUNT(*) FROM variants").await, 1);
 }
 
-use crate::webhooks::Hit;
+use crate::support::Hit;
 
 #[tokio::test]
 async fn the_product_list_filters_sorts_and_pages() {

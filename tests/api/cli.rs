@@ -9,7 +9,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use crate::helpers::spawn_app;
+use crate::support::spawn_app;
 
 const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
 
@@ -487,7 +487,7 @@ fn data_dir_is_created_0700_and_database_wal_shm_backups_and_replaced_copies_are
 
     // A database left readable by an older release is tightened on the next start.
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let mut server = crate::process::start(&dir, &[], &[]);
+    let mut server = crate::support::process::start(&dir, &[], &[]);
     for f in [
         "merchant-admin.db",
         "merchant-admin.db-wal",

@@ -2,9 +2,9 @@
 
 use serde_json::json;
 
-use crate::helpers::spawn_app;
-use crate::tenants::{get, patch, post};
-use crate::webhooks::Receiver;
+use crate::support::Receiver;
+use crate::support::spawn_app;
+use crate::support::{get, patch, post};
 
 #[tokio::test]
 async fn customers_are_created_searched_changed_and_deleted_with_their_events() {
@@ -148,7 +148,7 @@ async fn customers_are_created_searched_changed_and_deleted_with_their_events() 
     let updated = rx.events_in_order(4).await;
     let last = updated
         .iter()
-        .map(crate::webhooks::Hit::json)
+        .map(crate::support::Hit::json)
         .filter(|b| b["event"] == "customers.updated")
         .last()
         .unwrap();
@@ -176,7 +176,7 @@ async fn customers_are_created_searched_changed_and_deleted_with_their_events() 
     let all = rx.events_in_order(5).await;
     let deleted = all
         .iter()
-        .map(crate::webhooks::Hit::json)
+        .map(crate::support::Hit::json)
         .find(|b| b["event"] == "customers.deleted")
         .unwrap();
     assert_eq!(deleted["data"], json!({"id": id}));

@@ -3,7 +3,7 @@
 use chrono::Duration;
 use serde_json::json;
 
-use crate::helpers::spawn_app;
+use crate::support::spawn_app;
 
 #[tokio::test]
 async fn a_replay_returns_the_first_response_and_runs_nothing() {
@@ -172,7 +172,7 @@ async fn long_keys_are_rejected_and_big_bodies_ignore_the_key() {
 async fn anonymous_keys_are_scoped_to_the_client_address() {
     // Two callers behind a trusted proxy are two addresses: one's key never replays to the
     // other.
-    let app = crate::helpers::spawn_app_with(|c| c.trust_proxy = true).await;
+    let app = crate::support::spawn_app_with(|c| c.trust_proxy = true).await;
     let body = json!({"name": "a", "count": 1});
     let as_client = |ip: &str| {
         app.client

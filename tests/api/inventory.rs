@@ -2,10 +2,10 @@
 
 use serde_json::json;
 
-use crate::helpers::spawn_app;
-use crate::orders::Shop;
-use crate::tenants::{get, post};
-use crate::webhooks::Receiver;
+use crate::support::Receiver;
+use crate::support::Shop;
+use crate::support::spawn_app;
+use crate::support::{get, post};
 
 #[tokio::test]
 async fn adjustments_change_on_hand_and_fire_threshold_events_once_per_crossing() {

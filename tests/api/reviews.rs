@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::spawn_app;
-use crate::orders::Shop;
-use crate::tenants::{get, patch, post};
+use crate::support::Shop;
+use crate::support::spawn_app;
+use crate::support::{get, patch, post};
 
 impl Shop {
     /// The product of the shop's variants (as `GET /products/{id}` shows it).
@@ -33,7 +33,7 @@ impl Shop {
         r.body.clone()
     }
 
-    async fn review(&self, extra: Value) -> crate::helpers::Reply {
+    async fn review(&self, extra: Value) -> crate::support::Reply {
         let product = self.product().await;
         let mut body = json!({"product_id": product["id"], "author_name": "Ana",
                               "author_email": "Ana@Example.com", "title": "Great",
