@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::spawn_app;
+use crate::support::{spawn_app, wait_until};
 
 #[tokio::test]
 async fn health_and_readiness_answer_at_the_root() {
@@ -290,6 +290,7 @@ async fn unknown_query_parameters_and_bad_numbers_are_rejected() {
 #[tokio::test]
 async fn shutdown_lets_an_in_flight_request_finish() {
     let app = spawn_app().await;
+    let gate = app.hold_slow();
     let (client, url) = (app.client.clone(), app.url("/v1/test/slow"));
     let in_flight = tokio::spawn(async move {
         client
@@ -298,12 +299,19 @@ async fn shutdown_lets_an_in_flight_request_finish() {
             .send()
             .await
     });
-    // Wait until the handler is running, then ask the server to stop.
-    while app.calls() == 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    // Wait until the handler is running (held), then ask the server to stop, and let the
+    // handler finish only once the server has stopped taking connections.
+    wait_until("the handler to start", || async { app.calls() == 1 }).await;
     let addr = app.addr;
-    let (stopped, _dir) = app.stop().await;
+    let stopping = tokio::spawn(app.stop());
+    wait_until("the listener to close", || async {
+        no_proxy_get(format!("http://{addr}/healthz"))
+            .await
+            .is_err()
+    })
+    .await;
+    gate.add_permits(1);
+    let (stopped, _dir) = stopping.await.unwrap();
     stopped.expect("clean shutdown");
     let res = in_flight
         .await

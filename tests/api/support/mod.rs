@@ -23,7 +23,7 @@ use merchant_admin::AppState;
 use merchant_admin::clock::ManualClock;
 use merchant_admin::config::Config;
 use tempfile::TempDir;
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
 
 pub use client::{Reply, get, patch, post};
@@ -39,9 +39,25 @@ pub struct TestApp {
     pub clock: Arc<ManualClock>,
     /// How many times the probe handlers ran (idempotency tests count executions).
     pub probe_calls: Arc<AtomicUsize>,
+    slow_gate: probe::SlowGate,
     pub data_dir: TempDir,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+/// Polls `check` until it holds: a bounded wait for a condition, which fails the test
+/// (rather than timing it) when the condition never comes.
+pub async fn wait_until<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut check: impl FnMut() -> F,
+) {
+    for _ in 0..2000 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("gave up waiting for {what}");
 }
 
 pub fn test_config(data_dir: &std::path::Path) -> Config {
@@ -83,7 +99,9 @@ pub async fn spawn_app_at(
         .unwrap()
         .expect("open state");
     let probe_calls = Arc::new(AtomicUsize::new(0));
-    let routes = merchant_admin::routes(&state).merge(probe::probe_routes(probe_calls.clone()));
+    let slow_gate = probe::SlowGate::default();
+    let probes = probe::probe_routes(probe_calls.clone(), slow_gate.clone());
+    let routes = merchant_admin::routes(&state).merge(probes);
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -102,6 +120,7 @@ pub async fn spawn_app_at(
         state,
         clock,
         probe_calls,
+        slow_gate,
         data_dir,
         shutdown: Some(tx),
         server: Some(server),
@@ -112,6 +131,14 @@ impl TestApp {
     /// How many times the probe handlers ran.
     pub fn calls(&self) -> usize {
         self.probe_calls.load(Ordering::SeqCst)
+    }
+
+    /// Holds every `/v1/test/slow` request inside its handler (after it is counted) until
+    /// the test adds permits, one per request let through.
+    pub fn hold_slow(&self) -> Arc<Semaphore> {
+        let g = Arc::new(Semaphore::new(0));
+        *self.slow_gate.lock().unwrap() = Some(g.clone());
+        g
     }
 
     pub fn clock_now(&self) -> chrono::DateTime<Utc> {

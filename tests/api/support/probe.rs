@@ -1,9 +1,8 @@
 //! Probe routes: test-only handlers that use the real extractors, served through the real
 //! layers, for conventions no product endpoint exercises on its own.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::State;
@@ -15,6 +14,10 @@ use merchant_admin::http::extract::{Json, Path};
 use merchant_admin::http::page::{Page, Paged};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::Semaphore;
+
+/// Where `/v1/test/slow` waits: nothing (it answers at once) or a gate the test opens.
+pub type SlowGate = Arc<Mutex<Option<Arc<Semaphore>>>>;
 
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -57,7 +60,7 @@ pub struct TenantRow {
     pub created_at: String,
 }
 
-pub(crate) fn probe_routes(calls: Arc<AtomicUsize>) -> Router<AppState> {
+pub(crate) fn probe_routes(calls: Arc<AtomicUsize>, gate: SlowGate) -> Router<AppState> {
     let count = move || calls.fetch_add(1, Ordering::SeqCst) + 1;
     let (c1, c2, c3, c4) = (count.clone(), count.clone(), count.clone(), count);
     Router::new()
@@ -75,7 +78,10 @@ pub(crate) fn probe_routes(calls: Arc<AtomicUsize>) -> Router<AppState> {
             "/v1/test/slow",
             post(move |Json(input): Json<ProbeIn>| async move {
                 let call = c2();
-                tokio::time::sleep(Duration::from_millis(400)).await;
+                let held = gate.lock().unwrap().clone();
+                if let Some(g) = held {
+                    g.acquire().await.unwrap().forget();
+                }
                 (StatusCode::CREATED, Json(ProbeOut { call, input }))
             }),
         )
