@@ -73,7 +73,7 @@ async fn adjustments_change_on_hand_and_fire_threshold_events_once_per_crossing(
     );
     assert_eq!(hits[1].json()["event"], "inventory.back_in_stock");
     assert_eq!(hits[1].json()["data"]["available"], 7);
-    rx.expect_no_more_than(2).await;
+    rx.expect_no_more_than(app, 2).await;
 
     // Reserved units are promised to orders: taking more than is available is 409, and
     // nothing changes.

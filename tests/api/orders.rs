@@ -368,7 +368,7 @@ async fn status_changes_move_stock_record_the_payment_and_fire_their_events() {
     assert_eq!(seen, want);
     assert_eq!(hits[6].json()["data"], delivered);
     assert_eq!(hits[7].json()["data"], noted.body);
-    rx.expect_no_more_than(8).await;
+    rx.expect_no_more_than(&shop.app, 8).await;
 }
 
 /// The `Idempotency-Key` the provider is sent for a client's key on a payment of the shop.
@@ -566,7 +566,7 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
         ]
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
-    rx.expect_no_more_than(4).await;
+    rx.expect_no_more_than(&shop.app, 4).await;
     let customer = shop.read(&format!("customers/{}", shop.customer)).await;
     // Paid 5000 + 2500 + 3000, refunded 5000 + 100 + 3000.
     assert_eq!(customer["total_spent_cents"], 2400);
@@ -635,7 +635,7 @@ async fn fifty_concurrent_orders_for_the_last_ten_units_never_oversell() {
     let hits = rx.wait_for(1).await;
     assert_eq!(hits[0].json()["event"], "inventory.low_stock");
     assert_eq!(hits[0].json()["data"]["available"], 5);
-    rx.expect_no_more_than(1).await;
+    rx.expect_no_more_than(&shop.app, 1).await;
 }
 
 #[tokio::test]
@@ -948,7 +948,7 @@ async fn a_refund_settles_exactly_once_however_many_identical_requests_race() {
         .map(|h| h.json()["event"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(events, ["orders.updated", "orders.refunded"]);
-    rx.expect_no_more_than(2).await;
+    rx.expect_no_more_than(&shop.app, 2).await;
     // A late repeat asks nothing and answers the settled refund.
     let again = shop
         .app
@@ -1119,7 +1119,7 @@ async fn uncertain_outcomes_stay_pending_until_the_provider_answers_for_sure() {
         .map(|h| h.json()["event"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(events, ["orders.updated", "orders.refunded"]);
-    rx.expect_no_more_than(2).await;
+    rx.expect_no_more_than(&shop.app, 2).await;
 }
 
 #[cfg(feature = "failpoints")]

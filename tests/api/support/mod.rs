@@ -141,6 +141,32 @@ impl TestApp {
         g
     }
 
+    /// Waits until no job is running and none is due at the test clock: the queues are
+    /// drained, and what waits for a later time waits for the test to move the clock. The
+    /// default queue counts only when workers run it (tests with none drain it themselves).
+    pub async fn settled(&self) {
+        let workers = i64::try_from(self.state.cfg.workers).unwrap();
+        wait_until("the job queues to settle", || async {
+            let now = merchant_admin::time::format(self.clock_now());
+            let busy: i64 = self
+                .state
+                .db
+                .read(move |c| {
+                    Ok(c.query_row(
+                        "SELECT COUNT(*) FROM jobs
+                         WHERE (state = 'running' OR (state = 'queued' AND run_at <= ?1))
+                           AND (queue = 'webhooks' OR ?2 > 0)",
+                        rusqlite::params![now, workers],
+                        |r| r.get(0),
+                    )?)
+                })
+                .await
+                .unwrap();
+            busy == 0
+        })
+        .await;
+    }
+
     pub fn clock_now(&self) -> chrono::DateTime<Utc> {
         use merchant_admin::clock::Clock;
         self.clock.now()

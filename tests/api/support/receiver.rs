@@ -16,6 +16,8 @@ use serde_json::Value;
 use sha2::Sha256;
 use tokio::sync::Semaphore;
 
+use super::TestApp;
+
 /// One request the receiver got.
 #[derive(Debug, Clone)]
 pub struct Hit {
@@ -164,10 +166,10 @@ impl Receiver {
         hits
     }
 
-    /// Asserts no request beyond the first `n` arrives while the dispatcher looks several
-    /// times (its poll interval in tests is 50 ms).
-    pub async fn expect_no_more_than(&self, n: usize) {
-        tokio::time::sleep(Duration::from_millis(400)).await;
+    /// Asserts no request beyond the first `n` arrives before the test clock moves: once
+    /// `app` has no job running or due, nothing more can be sent to anyone.
+    pub async fn expect_no_more_than(&self, app: &TestApp, n: usize) {
+        app.settled().await;
         assert_eq!(self.hits().len(), n, "unexpected deliveries");
     }
 }
