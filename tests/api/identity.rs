@@ -78,6 +78,7 @@ async fn register_validates_fields() {
             r.text
         );
     }
+    // No endpoint lists users.
     assert_eq!(app.count("SELECT COUNT(*) FROM users").await, 0);
 }
 
@@ -654,6 +655,7 @@ async fn cleanup_removes_what_can_never_be_used_again() {
         .unwrap();
     let ran = merchant_admin::jobs::run_once(&app.state).await.unwrap();
     assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
+    // The cleanup deletes rows the API already hides (expired sessions, old failures).
     assert_eq!(app.count("SELECT COUNT(*) FROM sign_in_failures").await, 0);
     assert_eq!(
         app.count("SELECT COUNT(*) FROM sessions").await,

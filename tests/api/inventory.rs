@@ -83,6 +83,7 @@ async fn adjustments_change_on_hand_and_fire_threshold_events_once_per_crossing(
     short.expect_error(409, "insufficient_stock");
     assert_eq!(short.body["details"]["available"], 2);
     assert_eq!(shop.stock(0).await, (8, 6, 2));
+    // No endpoint lists the adjustment log.
     assert_eq!(app.count("SELECT COUNT(*) FROM stock_adjustments").await, 5);
 
     // Bad input is 422; an unknown variant is 404.

@@ -83,6 +83,16 @@ impl TestApp {
         r.body["value"].as_str().unwrap().to_string()
     }
 
+    /// How many rows a list endpoint shows in all (its `total`), signed in as `token`.
+    pub async fn total(&self, token: &str, path: &str) -> i64 {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let r = self
+            .get_as(&format!("{path}{sep}include_total=true"), token)
+            .await;
+        r.expect(200);
+        r.body["total"].as_i64().expect("a total")
+    }
+
     /// Makes a user a store member directly, as `setup` does, bypassing invitations.
     pub async fn add_to_store(&self, store_id: &str, user_id: &str, role: &'static str) {
         let (store, user) = (store_id.parse().unwrap(), user_id.parse().unwrap());
