@@ -139,3 +139,75 @@ impl Shop {
             .expect(201);
     }
 }
+
+impl Shop {
+    /// The product of the shop's variants (as `GET /products/{id}` shows it).
+    pub async fn product(&self) -> Value {
+        let inv = self
+            .app
+            .call(get(), &self.path("inventory?limit=200"), &self.token, None)
+            .await;
+        let row = inv.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant_id"] == self.variants[0].as_str())
+            .unwrap();
+        let id = row["product_id"].as_str().unwrap().to_owned();
+        let r = self
+            .app
+            .call(
+                get(),
+                &self.path(&format!("products/{id}")),
+                &self.token,
+                None,
+            )
+            .await;
+        r.expect(200);
+        r.body.clone()
+    }
+
+    /// Imports a five-star review of the product, with `extra` fields set over the defaults.
+    pub async fn review(&self, extra: Value) -> Reply {
+        let product = self.product().await;
+        let mut body = json!({"product_id": product["id"], "author_name": "Ana",
+                              "author_email": "Ana@Example.com", "title": "Great",
+                              "body": "Fits well.", "rating": 5});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        self.app
+            .call(post(), &self.path("reviews"), &self.token, Some(body))
+            .await
+    }
+
+    /// Sets a review's status, which must answer 200; its body.
+    pub async fn moderate(&self, review: &Value, status: &str) -> Value {
+        let r = self
+            .app
+            .call(
+                patch(),
+                &self.path(&format!("reviews/{}", review["id"].as_str().unwrap())),
+                &self.token,
+                Some(json!({ "status": status })),
+            )
+            .await;
+        r.expect(200);
+        r.body.clone()
+    }
+
+    pub async fn badge(&self) -> i64 {
+        let r = self
+            .app
+            .call(
+                get(),
+                &self.path("reviews?status=pending&limit=1&include_total=true"),
+                &self.token,
+                None,
+            )
+            .await;
+        r.expect(200);
+        assert!(r.body["data"].as_array().unwrap().len() <= 1);
+        r.body["total"].as_i64().unwrap()
+    }
+}
