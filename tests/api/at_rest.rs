@@ -4,8 +4,7 @@
 use chrono::Duration;
 use serde_json::json;
 
-use crate::support::{TestApp, spawn_app, spawn_app_at};
-use crate::support::{rfc6238, verify_recovery};
+use crate::support::{TestApp, rfc6238, spawn_app, spawn_app_at, verify_recovery};
 
 /// The database file and its WAL, as an attacker with a copy of the directory sees them.
 fn raw_db(app: &TestApp) -> Vec<u8> {

@@ -2,9 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::Receiver;
-use crate::support::{TestApp, spawn_app};
-use crate::support::{get, patch, post};
+use crate::support::{Hit, Receiver, TestApp, get, patch, post, spawn_app};
 
 async fn owner(app: &TestApp) -> (String, String) {
     let (token, _) = app.member("owner@example.com").await;
@@ -209,8 +207,6 @@ async fn products_are_created_changed_and_deleted_with_their_events() {
     // The deleted product's variant rows are gone, not just hidden.
     assert_eq!(app.count("SELECT COUNT(*) FROM variants").await, 1);
 }
-
-use crate::support::Hit;
 
 #[tokio::test]
 async fn the_product_list_filters_sorts_and_pages() {

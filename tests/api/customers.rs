@@ -2,9 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::Receiver;
-use crate::support::spawn_app;
-use crate::support::{get, patch, post};
+use crate::support::{Receiver, get, patch, post, spawn_app};
 
 #[tokio::test]
 async fn customers_are_created_searched_changed_and_deleted_with_their_events() {

@@ -2,10 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::Receiver;
-use crate::support::Shop;
-use crate::support::spawn_app;
-use crate::support::{get, post};
+use crate::support::{Receiver, Shop, get, post, spawn_app};
 
 #[tokio::test]
 async fn adjustments_change_on_hand_and_fire_threshold_events_once_per_crossing() {

@@ -5,18 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::spawn_app_with;
-
-/// Waits (bounded) until `check` holds; this waits, it does not time anything.
-async fn until(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..1000 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("gave up waiting for {what}");
-}
+use crate::support::{spawn_app_with, wait_until};
 
 #[tokio::test]
 async fn a_full_database_queue_answers_503_with_retry_after() {
@@ -49,7 +38,7 @@ async fn a_full_database_queue_answers_503_with_retry_after() {
             }
         }));
         if i < 8 {
-            until("a reader thread to take the read", || {
+            wait_until("a reader thread to take the read", || async {
                 started.load(Ordering::SeqCst) > i
             })
             .await;

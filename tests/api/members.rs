@@ -2,8 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::{TestApp, spawn_app};
-use crate::support::{get, patch, post};
+use crate::support::{TestApp, get, patch, post, spawn_app};
 
 /// An owner's store with an admin and a staff member: (owner, admin, staff tokens, ids).
 struct Team {

@@ -2,9 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Receiver, Shop};
-use crate::support::{get, patch, post};
-use crate::support::{spawn_app, spawn_app_with};
+use crate::support::{Receiver, Shop, get, patch, post, spawn_app, spawn_app_with, wait_until};
 
 #[tokio::test]
 async fn orders_are_priced_from_variants_numbered_and_reserve_stock() {
@@ -973,17 +971,13 @@ async fn open_refund_checks(shop: &Shop) -> i64 {
 
 /// Waits until every webhook delivery job has finished.
 async fn deliveries_settled(shop: &Shop) {
-    for _ in 0..500 {
-        let open = shop
-            .app
+    wait_until("webhook deliveries to finish", || async {
+        shop.app
             .count("SELECT COUNT(*) FROM jobs WHERE queue = 'webhooks' AND state <> 'done'")
-            .await;
-        if open == 0 {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    panic!("webhook deliveries did not finish");
+            .await
+            == 0
+    })
+    .await;
 }
 
 #[tokio::test]
