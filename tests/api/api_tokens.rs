@@ -3,8 +3,7 @@
 use chrono::Duration;
 use serde_json::{Value, json};
 
-use crate::helpers::{Reply, TestApp, spawn_app};
-use crate::tenants::{get, patch, post};
+use crate::support::{Reply, TestApp, get, patch, post, spawn_app};
 
 /// An owner with an organization and a store: (owner token, store id).
 async fn shop(app: &TestApp, email: &str) -> (String, String) {

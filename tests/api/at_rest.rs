@@ -4,8 +4,7 @@
 use chrono::Duration;
 use serde_json::json;
 
-use crate::helpers::{TestApp, spawn_app, spawn_app_at};
-use crate::two_factor::{rfc6238, verify_recovery};
+use crate::support::{TestApp, rfc6238, spawn_app, spawn_app_at, verify_recovery};
 
 /// The database file and its WAL, as an attacker with a copy of the directory sees them.
 fn raw_db(app: &TestApp) -> Vec<u8> {
@@ -23,7 +22,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 async fn recovery_codes(app: &TestApp, email: &str) -> Vec<String> {
     let (token, _) = app.with_totp(email).await;
     let r = app
-        .authed(
+        .call(
             reqwest::Method::POST,
             "/v1/me/2fa/recovery-codes",
             &token,
@@ -141,7 +140,7 @@ async fn pending_totp(app: &TestApp, email: &str) -> (String, String) {
     let s = app.signed_in(email).await;
     let token = s["token"].as_str().unwrap().to_string();
     let r = app
-        .authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", &token, None)
+        .call(reqwest::Method::GET, "/v1/me/2fa/totp/setup", &token, None)
         .await;
     r.expect(200);
     (token, r.body["secret"].as_str().unwrap().to_string())
@@ -206,7 +205,7 @@ async fn totp_secrets_stored_plain_by_an_older_release_are_sealed_on_start_and_s
     // The pending secret still confirms setup.
     let bo = app.login_as("bo@example.com", "test device").await;
     bo.expect(200);
-    app.authed(
+    app.call(
         reqwest::Method::POST,
         "/v1/me/2fa/totp/enable",
         bo.body["token"].as_str().unwrap(),
@@ -293,7 +292,7 @@ async fn repeated_idempotency_key_on_api_token_create_returns_the_same_token_and
     let path = format!("/v1/stores/{store}/api-tokens");
     let body = json!({"name": "ci", "scopes": ["*"]});
     let out = twice(&app, &owner, &path, "tok-1", Some(body), "value").await;
-    assert_eq!(app.count("SELECT COUNT(*) FROM api_tokens").await, 1);
+    assert_eq!(app.total(&owner, &path).await, 1);
     // The token replayed is the token that works.
     app.get_as(
         &format!("/v1/stores/{store}"),
@@ -320,6 +319,7 @@ async fn repeated_idempotency_key_on_api_token_rotate_returns_the_same_token_and
     let id = created.body["id"].as_str().unwrap();
     let path = format!("/v1/stores/{store}/api-tokens/{id}/rotate");
     let out = twice(&app, &owner, &path, "rot-1", None, "value").await;
+    // Stored rows: a second rotation would replace the secret, not add a listed token.
     assert_eq!(app.count("SELECT COUNT(*) FROM api_tokens").await, 1);
     app.get_as(
         &format!("/v1/stores/{store}"),
@@ -337,13 +337,13 @@ async fn repeated_idempotency_key_on_webhook_create_returns_the_same_secret_and_
     let path = format!("/v1/stores/{store}/webhooks");
     let body = json!({"url": "http://127.0.0.1:9/hook", "events": ["orders.created"]});
     twice(&app, &owner, &path, "hook-1", Some(body), "secret").await;
-    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 1);
+    assert_eq!(app.total(&owner, &path).await, 1);
 }
 
 #[tokio::test]
 async fn repeated_idempotency_key_on_invite_create_returns_the_same_invite_and_creates_one() {
     // Not the `log` provider, which keeps invite links readable for `dev outbox`.
-    let app = crate::helpers::spawn_app_with(|c| {
+    let app = crate::support::spawn_app_with(|c| {
         c.msgapp = merchant_admin::config::MsgappConfig::Cloud {
             api_base: "http://127.0.0.1:9/".into(),
             phone_number_id: "PNID".into(),
@@ -358,6 +358,7 @@ async fn repeated_idempotency_key_on_invite_create_returns_the_same_invite_and_c
     let path = format!("/v1/stores/{store}/invites");
     let body = json!({"email": "bo@example.com", "role": "staff"});
     let out = twice(&app, &owner, &path, "inv-1", Some(body), "token").await;
+    // No endpoint lists invites.
     assert_eq!(app.count("SELECT COUNT(*) FROM invites").await, 1);
     app.post_json(
         &format!("/v1/invites/{}/accept", out["token"].as_str().unwrap()),
@@ -369,7 +370,7 @@ async fn repeated_idempotency_key_on_invite_create_returns_the_same_invite_and_c
 
 #[tokio::test]
 async fn sealed_idempotent_responses_end_with_the_24_hour_window() {
-    let app = crate::helpers::spawn_app_with(|c| c.workers = 0).await;
+    let app = crate::support::spawn_app_with(|c| c.workers = 0).await;
     let (owner, _) = app.member("ana@example.com").await;
     let store = app.open_store(&owner, "Org").await;
     let path = format!("/v1/stores/{store}/api-tokens");
@@ -433,8 +434,8 @@ async fn a_database_whose_hmac_key_file_is_missing_is_refused_not_given_new_keys
     stopped.unwrap();
     std::fs::remove_file(dir.path().join("hmac.key")).unwrap();
     std::fs::remove_file(dir.path().join("secrets.key")).unwrap();
-    let cfg = crate::helpers::test_config(dir.path());
-    let clock = merchant_admin::clock::ManualClock::new(crate::helpers::start_time());
+    let cfg = crate::support::test_config(dir.path());
+    let clock = merchant_admin::clock::ManualClock::new(crate::support::start_time());
     let opened =
         tokio::task::spawn_blocking(move || merchant_admin::AppState::open(cfg, clock).map(|_| ()))
             .await

@@ -4,12 +4,11 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::Duration;
 
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use crate::helpers::spawn_app;
+use crate::support::{spawn_app, wait_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
 
@@ -261,9 +260,10 @@ async fn backup_while_serving_and_writing_passes_integrity_check() {
             }
         })
     };
-    while done.load(Ordering::SeqCst) < 50 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until("50 writes before the backup", || async {
+        done.load(Ordering::SeqCst) >= 50
+    })
+    .await;
     let before = done.load(Ordering::SeqCst);
     let dest = app.data_dir.path().join("copy.db");
     let (dir, d2) = (app.data_dir.path().to_path_buf(), dest.clone());
@@ -279,9 +279,10 @@ async fn backup_while_serving_and_writing_passes_integrity_check() {
     .await
     .unwrap();
     let after = done.load(Ordering::SeqCst);
-    while done.load(Ordering::SeqCst) < after + 50 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until("50 writes after the backup", || async {
+        done.load(Ordering::SeqCst) >= after + 50
+    })
+    .await;
     stop.store(true, Ordering::SeqCst);
     writer.await.unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -487,7 +488,7 @@ fn data_dir_is_created_0700_and_database_wal_shm_backups_and_replaced_copies_are
 
     // A database left readable by an older release is tightened on the next start.
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let mut server = crate::process::start(&dir, &[], &[]);
+    let mut server = crate::support::process::start(&dir, &[], &[]);
     for f in [
         "merchant-admin.db",
         "merchant-admin.db-wal",

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::spawn_app;
+use crate::support::{spawn_app, wait_until};
 
 #[tokio::test]
 async fn health_and_readiness_answer_at_the_root() {
@@ -130,8 +130,8 @@ async fn unversioned_paths_answer_with_deprecation_headers() {
     assert!(r.header("link").is_none());
 }
 
-async fn spawn_app_with_sunset() -> crate::helpers::TestApp {
-    crate::helpers::spawn_app_with(|c| {
+async fn spawn_app_with_sunset() -> crate::support::TestApp {
+    crate::support::spawn_app_with(|c| {
         c.sunset_date = merchant_admin::time::parse("2027-01-01T00:00:00Z");
     })
     .await
@@ -290,6 +290,7 @@ async fn unknown_query_parameters_and_bad_numbers_are_rejected() {
 #[tokio::test]
 async fn shutdown_lets_an_in_flight_request_finish() {
     let app = spawn_app().await;
+    let gate = app.hold_slow();
     let (client, url) = (app.client.clone(), app.url("/v1/test/slow"));
     let in_flight = tokio::spawn(async move {
         client
@@ -298,12 +299,19 @@ async fn shutdown_lets_an_in_flight_request_finish() {
             .send()
             .await
     });
-    // Wait until the handler is running, then ask the server to stop.
-    while app.calls() == 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    // Wait until the handler is running (held), then ask the server to stop, and let the
+    // handler finish only once the server has stopped taking connections.
+    wait_until("the handler to start", || async { app.calls() == 1 }).await;
     let addr = app.addr;
-    let (stopped, _dir) = app.stop().await;
+    let stopping = tokio::spawn(app.stop());
+    wait_until("the listener to close", || async {
+        no_proxy_get(format!("http://{addr}/healthz"))
+            .await
+            .is_err()
+    })
+    .await;
+    gate.add_permits(1);
+    let (stopped, _dir) = stopping.await.unwrap();
     stopped.expect("clean shutdown");
     let res = in_flight
         .await
@@ -391,14 +399,14 @@ async fn fuzzed_bodies_and_queries_never_get_a_server_error() {
     }
 }
 
-async fn spawn_app_with_high_limits() -> crate::helpers::TestApp {
-    crate::helpers::spawn_app_with(|c| c.rate_limit_anonymous = 100_000).await
+async fn spawn_app_with_high_limits() -> crate::support::TestApp {
+    crate::support::spawn_app_with(|c| c.rate_limit_anonymous = 100_000).await
 }
 
 #[tokio::test]
 async fn a_client_that_stops_sending_its_body_gets_an_error_not_a_hang() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let app = crate::helpers::spawn_app_with(|c| {
+    let app = crate::support::spawn_app_with(|c| {
         c.body_timeout = std::time::Duration::from_millis(200);
     })
     .await;
@@ -422,7 +430,7 @@ async fn a_client_that_stops_sending_its_body_gets_an_error_not_a_hang() {
 #[tokio::test]
 async fn a_client_that_trickles_its_headers_is_disconnected() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let app = crate::helpers::spawn_app_with(|c| {
+    let app = crate::support::spawn_app_with(|c| {
         c.header_read_timeout = std::time::Duration::from_millis(300);
     })
     .await;

@@ -2,9 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::spawn_app;
-use crate::tenants::{get, patch, post};
-use crate::webhooks::Receiver;
+use crate::support::{Receiver, get, patch, post, spawn_app};
 
 #[tokio::test]
 async fn customers_are_created_searched_changed_and_deleted_with_their_events() {
@@ -80,7 +78,7 @@ async fn customers_are_created_searched_changed_and_deleted_with_their_events() 
             .await
             .expect_error(422, "validation_failed");
     }
-    assert_eq!(app.count("SELECT COUNT(*) FROM customers").await, 3);
+    assert_eq!(app.total(&token, &base).await, 3);
 
     // Newest first; search by name, e-mail or phone.
     let names = |q: &'static str| {
@@ -148,7 +146,7 @@ async fn customers_are_created_searched_changed_and_deleted_with_their_events() 
     let updated = rx.events_in_order(4).await;
     let last = updated
         .iter()
-        .map(crate::webhooks::Hit::json)
+        .map(crate::support::Hit::json)
         .filter(|b| b["event"] == "customers.updated")
         .last()
         .unwrap();
@@ -176,7 +174,7 @@ async fn customers_are_created_searched_changed_and_deleted_with_their_events() 
     let all = rx.events_in_order(5).await;
     let deleted = all
         .iter()
-        .map(crate::webhooks::Hit::json)
+        .map(crate::support::Hit::json)
         .find(|b| b["event"] == "customers.deleted")
         .unwrap();
     assert_eq!(deleted["data"], json!({"id": id}));

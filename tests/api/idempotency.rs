@@ -1,9 +1,11 @@
 //! Idempotency keys (spec 8, issue 2 §4).
 
 use chrono::Duration;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use serde_json::json;
 
-use crate::helpers::spawn_app;
+use crate::support::{spawn_app, spawn_app_with, wait_until};
 
 #[tokio::test]
 async fn a_replay_returns_the_first_response_and_runs_nothing() {
@@ -81,8 +83,25 @@ async fn the_same_key_with_another_request_is_refused() {
 async fn concurrent_requests_with_one_key_run_once() {
     let app = spawn_app().await;
     let body = json!({"name": "race", "count": 1});
-    let sends = (0..8).map(|_| app.post_idem("/v1/test/slow", "race-key", &body));
-    let replies = futures::future::join_all(sends).await;
+    let gate = app.hold_slow();
+    let mut sends: FuturesUnordered<_> = (0..8)
+        .map(|_| app.post_idem("/v1/test/slow", "race-key", &body))
+        .collect();
+    // The first request is held in its handler until seven answers are in.
+    let mut replies = Vec::new();
+    while replies.len() < 7 {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(20), sends.next());
+        replies.push(
+            next.await
+                .expect("seven answers while the first runs")
+                .unwrap(),
+        );
+    }
+    // Enough permits that a second run, were there one, would finish and be counted.
+    gate.add_permits(8);
+    while let Some(r) = sends.next().await {
+        replies.push(r);
+    }
     let created = replies.iter().filter(|r| r.status == 201).count();
     let in_progress = replies
         .iter()
@@ -172,7 +191,7 @@ async fn long_keys_are_rejected_and_big_bodies_ignore_the_key() {
 async fn anonymous_keys_are_scoped_to_the_client_address() {
     // Two callers behind a trusted proxy are two addresses: one's key never replays to the
     // other.
-    let app = crate::helpers::spawn_app_with(|c| c.trust_proxy = true).await;
+    let app = crate::support::spawn_app_with(|c| c.trust_proxy = true).await;
     let body = json!({"name": "a", "count": 1});
     let as_client = |ip: &str| {
         app.client
@@ -216,14 +235,28 @@ async fn multipart_uploads_ignore_the_key() {
 
 #[tokio::test]
 async fn a_client_that_disconnects_mid_request_gets_a_replay_on_retry() {
-    let app = spawn_app().await;
+    // One connection at most: a second is served only once the server has closed the first.
+    let app = spawn_app_with(|c| c.max_connections = 1).await;
     let body = json!({"name": "gone", "count": 1});
-    let send = app.post_idem("/v1/test/slow", "walked-away", &body);
-    // Give up on the request while the handler is running.
-    let _ = tokio::time::timeout(std::time::Duration::from_millis(100), send).await;
-    assert_eq!(app.calls(), 1, "the handler had started");
+    let gate = app.hold_slow();
+    let (client, url) = (app.client.clone(), app.url("/v1/test/slow"));
+    let (key, sent) = ("walked-away", body.clone());
+    let send = tokio::spawn(async move {
+        client
+            .post(url)
+            .header("idempotency-key", key)
+            .json(&sent)
+            .send()
+            .await
+    });
+    wait_until("the handler to start", || async { app.calls() == 1 }).await;
+    // Give up on the request while the handler is held, and wait until the server has
+    // dropped that connection (its one slot is free again).
+    send.abort();
+    app.get("/healthz").await.expect(200);
+    gate.add_permits(8);
     // The handler finishes on its own and its response is stored.
-    for _ in 0..200 {
+    wait_until("the response to be stored", || async {
         let stored: Option<i64> = app
             .state
             .db
@@ -236,11 +269,9 @@ async fn a_client_that_disconnects_mid_request_gets_a_replay_on_retry() {
             })
             .await
             .unwrap();
-        if stored == Some(201) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+        stored == Some(201)
+    })
+    .await;
     let retry = app.post_idem("/v1/test/slow", "walked-away", &body).await;
     retry.expect(201);
     assert_eq!(retry.header("idempotent-replayed"), Some("true"));

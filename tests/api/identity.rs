@@ -3,45 +3,7 @@
 use chrono::Duration;
 use serde_json::{Value, json};
 
-use crate::helpers::{Reply, TestApp, spawn_app, spawn_app_with};
-
-const PASSWORD: &str = "correct horse battery";
-
-impl TestApp {
-    pub async fn register(&self, email: &str) -> Reply {
-        self.post_json(
-            "/v1/auth/register",
-            &json!({"email": email, "password": PASSWORD}),
-        )
-        .await
-    }
-
-    pub async fn login_as(&self, email: &str, device: &str) -> Reply {
-        self.post_json(
-            "/v1/auth/login",
-            &json!({"email": email, "password": PASSWORD, "device_name": device}),
-        )
-        .await
-    }
-
-    /// Registers and signs in; returns the session response.
-    pub async fn signed_in(&self, email: &str) -> Value {
-        self.register(email).await.expect(201);
-        let r = self.login_as(email, "test device").await;
-        r.expect(200);
-        r.body
-    }
-
-    pub async fn get_as(&self, path: &str, token: &str) -> Reply {
-        self.send(self.client.get(self.url(path)).bearer_auth(token))
-            .await
-    }
-
-    pub async fn refresh_with(&self, refresh_token: &str) -> Reply {
-        self.post_json("/v1/auth/refresh", &json!({"refresh_token": refresh_token}))
-            .await
-    }
-}
+use crate::support::{PASSWORD, spawn_app, spawn_app_with};
 
 fn token(s: &Value) -> &str {
     s["token"].as_str().unwrap()
@@ -116,6 +78,7 @@ async fn register_validates_fields() {
             r.text
         );
     }
+    // No endpoint lists users.
     assert_eq!(app.count("SELECT COUNT(*) FROM users").await, 0);
 }
 
@@ -692,6 +655,7 @@ async fn cleanup_removes_what_can_never_be_used_again() {
         .unwrap();
     let ran = merchant_admin::jobs::run_once(&app.state).await.unwrap();
     assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
+    // The cleanup deletes rows the API already hides (expired sessions, old failures).
     assert_eq!(app.count("SELECT COUNT(*) FROM sign_in_failures").await, 0);
     assert_eq!(
         app.count("SELECT COUNT(*) FROM sessions").await,

@@ -2,10 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::spawn_app;
-use crate::orders::Shop;
-use crate::tenants::{get, post};
-use crate::webhooks::Receiver;
+use crate::support::{Receiver, Shop, get, post, spawn_app};
 
 #[tokio::test]
 async fn adjustments_change_on_hand_and_fire_threshold_events_once_per_crossing() {
@@ -73,7 +70,7 @@ async fn adjustments_change_on_hand_and_fire_threshold_events_once_per_crossing(
     );
     assert_eq!(hits[1].json()["event"], "inventory.back_in_stock");
     assert_eq!(hits[1].json()["data"]["available"], 7);
-    rx.expect_no_more_than(2).await;
+    rx.expect_no_more_than(app, 2).await;
 
     // Reserved units are promised to orders: taking more than is available is 409, and
     // nothing changes.
@@ -83,6 +80,7 @@ async fn adjustments_change_on_hand_and_fire_threshold_events_once_per_crossing(
     short.expect_error(409, "insufficient_stock");
     assert_eq!(short.body["details"]["available"], 2);
     assert_eq!(shop.stock(0).await, (8, 6, 2));
+    // No endpoint lists the adjustment log.
     assert_eq!(app.count("SELECT COUNT(*) FROM stock_adjustments").await, 5);
 
     // Bad input is 422; an unknown variant is 404.

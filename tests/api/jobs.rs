@@ -9,7 +9,7 @@ use merchant_admin::jobs::{self, Job};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::support::{TestApp, spawn_app_with};
 
 async fn quiet_app() -> TestApp {
     spawn_app_with(|c| c.workers = 0).await

@@ -5,18 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::helpers::spawn_app_with;
-
-/// Waits (bounded) until `check` holds; this waits, it does not time anything.
-async fn until(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..1000 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("gave up waiting for {what}");
-}
+use crate::support::{spawn_app_with, wait_until};
 
 #[tokio::test]
 async fn a_full_database_queue_answers_503_with_retry_after() {
@@ -49,7 +38,7 @@ async fn a_full_database_queue_answers_503_with_retry_after() {
             }
         }));
         if i < 8 {
-            until("a reader thread to take the read", || {
+            wait_until("a reader thread to take the read", || async {
                 started.load(Ordering::SeqCst) > i
             })
             .await;
@@ -78,7 +67,7 @@ async fn a_full_database_queue_answers_503_with_retry_after() {
 #[cfg(feature = "failpoints")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_hashing_queue_answers_503_with_retry_after() {
-    use crate::process::start;
+    use crate::support::process::start;
     let dir = tempfile::tempdir().unwrap();
     let server = start(
         dir.path(),
@@ -245,8 +234,8 @@ async fn request_mid_body(addr: std::net::SocketAddr) -> tokio::net::TcpStream {
 // Multi-threaded: the receiver must keep answering while the test blocks on the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_exits_within_the_shutdown_timeout_with_a_webhook_in_flight() {
-    use crate::process::start;
-    use crate::webhooks::Receiver;
+    use crate::support::Receiver;
+    use crate::support::process::start;
     let rx = Receiver::start().await;
     let gate = rx.hold(); // holds the connection open, never answers
     let dir = tempfile::tempdir().unwrap();
@@ -305,7 +294,7 @@ async fn sigterm_exits_within_the_shutdown_timeout_with_a_webhook_in_flight() {
         hits[0].header("x-webhook-event-id")
     );
     let code = tokio::task::spawn_blocking(move || {
-        crate::process::wait_for(
+        crate::support::process::wait_for(
             "the delivery to be recorded",
             Duration::from_secs(20),
             || job().0 == "done",
@@ -321,7 +310,7 @@ async fn sigterm_exits_within_the_shutdown_timeout_with_a_webhook_in_flight() {
 async fn sigterm_exits_within_the_shutdown_timeout_with_a_request_mid_body() {
     use tokio::io::AsyncReadExt;
     let dir = tempfile::tempdir().unwrap();
-    let mut server = crate::process::start(
+    let mut server = crate::support::process::start(
         dir.path(),
         &["--shutdown-timeout-secs", SHUTDOWN_TIMEOUT],
         &[],

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::helpers::spawn_app;
+use crate::support::spawn_app;
 
 const CHILD_ENV: &str = "MERCHANT_ADMIN_LOGGING_CHILD";
 const TEST_NAME: &str = "logging::a_panic_and_an_internal_error_are_logged_with_the_trace_id";

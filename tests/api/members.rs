@@ -2,8 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{TestApp, spawn_app};
-use crate::tenants::{get, patch, post};
+use crate::support::{TestApp, get, patch, post, spawn_app};
 
 /// An owner's store with an admin and a staff member: (owner, admin, staff tokens, ids).
 struct Team {
@@ -249,7 +248,7 @@ async fn invite(
     store: &str,
     email: &str,
     role: &str,
-) -> crate::helpers::Reply {
+) -> crate::support::Reply {
     app.call(
         post(),
         &format!("/v1/stores/{store}/invites"),
@@ -259,7 +258,7 @@ async fn invite(
     .await
 }
 
-async fn accept(app: &TestApp, invite_token: &str, password: &str) -> crate::helpers::Reply {
+async fn accept(app: &TestApp, invite_token: &str, password: &str) -> crate::support::Reply {
     app.post_json(
         &format!("/v1/invites/{invite_token}/accept"),
         &json!({"password": password}),

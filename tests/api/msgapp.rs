@@ -1,159 +1,15 @@
 //! The messaging-app factor and sign-in codes (spec 3 messaging-app code rows; issue 3).
-//! The Cloud API is a small local server started by the test, so ureq's real path runs.
+//! The Cloud API is a small local server (`support::msgapp`), so ureq's real path runs.
 
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
+use axum::http::StatusCode;
 use chrono::Duration;
 use merchant_admin::config::MsgappConfig;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::helpers::{Reply, TestApp, spawn_app, spawn_app_with};
-
-const PASSWORD: &str = "correct horse battery";
-const PHONE: &str = "+5511987654321";
-
-/// What the fake Cloud API received: (path id, authorization header, JSON body).
-type Received = Arc<Mutex<Vec<(String, String, Value)>>>;
-
-#[derive(Clone)]
-struct Fake {
-    received: Received,
-    status: Arc<Mutex<StatusCode>>,
-    delay: Arc<Mutex<StdDuration>>,
-}
-
-async fn fake_messages(
-    State(f): State<Fake>,
-    Path(phone_id): Path<String>,
-    headers: HeaderMap,
-    body: String,
-) -> StatusCode {
-    let auth = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    f.received.lock().unwrap().push((
-        phone_id,
-        auth,
-        serde_json::from_str(&body).unwrap_or(Value::Null),
-    ));
-    let delay = *f.delay.lock().unwrap();
-    tokio::time::sleep(delay).await;
-    *f.status.lock().unwrap()
-}
-
-async fn start_fake() -> (Fake, SocketAddr) {
-    let fake = Fake {
-        received: Received::default(),
-        status: Arc::new(Mutex::new(StatusCode::OK)),
-        delay: Arc::new(Mutex::new(StdDuration::ZERO)),
-    };
-    let app = Router::new()
-        .route("/v20.0/{phone_id}/messages", post(fake_messages))
-        .with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (fake, addr)
-}
-
-impl Fake {
-    fn last_code(&self) -> String {
-        let r = self.received.lock().unwrap();
-        let body = &r.last().expect("a message was sent").2;
-        body["template"]["components"][0]["parameters"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    }
-}
-
-async fn cloud_app() -> (TestApp, Fake) {
-    let (fake, addr) = start_fake().await;
-    let app = spawn_app_with(move |c| {
-        c.msgapp = MsgappConfig::Cloud {
-            api_base: format!("http://{addr}/v20.0/"),
-            phone_number_id: "PNID".into(),
-            token: "cloud-token".into(),
-            otp_template: "login_code".into(),
-            timeout: StdDuration::from_millis(500),
-        };
-    })
-    .await;
-    (app, fake)
-}
-
-impl TestApp {
-    async fn as_user(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: &str,
-        body: Value,
-    ) -> Reply {
-        self.send(
-            self.client
-                .request(method, self.url(path))
-                .bearer_auth(token)
-                .json(&body),
-        )
-        .await
-    }
-
-    /// Signs up, signs in and turns the messaging-app factor on through the Cloud API fake.
-    async fn with_msgapp(&self, fake: &Fake, email: &str) -> String {
-        let s = self.signed_in(email).await;
-        let token = s["token"].as_str().unwrap().to_string();
-        self.as_user(
-            reqwest::Method::POST,
-            "/v1/me/2fa/msgapp/enable",
-            &token,
-            json!({"phone_e164": PHONE}),
-        )
-        .await
-        .expect(200);
-        self.as_user(
-            reqwest::Method::POST,
-            "/v1/me/2fa/msgapp/confirm",
-            &token,
-            json!({"code": fake.last_code()}),
-        )
-        .await
-        .expect(204);
-        token
-    }
-
-    async fn msgapp_challenge(&self, email: &str) -> String {
-        let r = self
-            .post_json(
-                "/v1/auth/login",
-                &json!({"email": email, "password": PASSWORD}),
-            )
-            .await;
-        assert_eq!(r.body["status"], "two_factor_required", "{}", r.text);
-        r.body["challenge"].as_str().unwrap().to_string()
-    }
-
-    async fn otp_send(&self, challenge: &str) -> Reply {
-        self.post_json("/v1/auth/otp/send", &json!({"challenge": challenge}))
-            .await
-    }
-
-    async fn otp_verify(&self, challenge: &str, code: &str) -> Reply {
-        self.post_json(
-            "/v1/auth/otp/verify",
-            &json!({"challenge": challenge, "code": code}),
-        )
-        .await
-    }
-}
+use crate::support::msgapp::{PHONE, cloud_app, start_fake};
+use crate::support::{PASSWORD, TestApp, spawn_app};
 
 fn other_code(code: &str) -> String {
     format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000)
@@ -573,7 +429,7 @@ async fn outbound_messages_the_log_provider_left_are_blanked_on_a_start_with_clo
     stopped.unwrap();
 
     let (_fake, addr) = start_fake().await;
-    let app = crate::helpers::spawn_app_at(dir, now, move |c| {
+    let app = crate::support::spawn_app_at(dir, now, move |c| {
         c.msgapp = MsgappConfig::Cloud {
             api_base: format!("http://{addr}/v20.0/"),
             phone_number_id: "PNID".into(),

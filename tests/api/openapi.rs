@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::helpers::spawn_app;
+use crate::support::spawn_app;
 
 /// The paths axum actually routes, read from the router's own description of itself.
 fn routed_paths() -> BTreeSet<String> {

@@ -2,144 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, spawn_app, spawn_app_with};
-use crate::tenants::{get, patch, post};
-use crate::webhooks::Receiver;
-
-/// A store with an owner, one customer and one product with two variants in stock.
-pub struct Shop {
-    pub app: TestApp,
-    pub token: String,
-    pub store: String,
-    pub customer: String,
-    /// SKU "TEE-S" (2500 cents) and "TEE-M" (3000 cents).
-    pub variants: [String; 2],
-}
-
-impl Shop {
-    pub async fn open(app: TestApp, stock: i64) -> Self {
-        let (token, _) = app.member("owner@example.com").await;
-        let store = app.open_store(&token, "Org").await;
-        let customer = app
-            .call(
-                post(),
-                &format!("/v1/stores/{store}/customers"),
-                &token,
-                Some(json!({"name": "Ana", "email": "ana@example.com"})),
-            )
-            .await;
-        customer.expect(201);
-        let product = app
-            .call(
-                post(),
-                &format!("/v1/stores/{store}/products"),
-                &token,
-                Some(json!({"title": "Tee", "variants": [
-                    {"sku": "TEE-S", "title": "S", "price_cents": 2500, "on_hand": stock},
-                    {"sku": "TEE-M", "title": "M", "price_cents": 3000, "on_hand": stock}]})),
-            )
-            .await;
-        product.expect(201);
-        let v = |i: usize| {
-            product.body["variants"][i]["id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        };
-        Self {
-            customer: customer.body["id"].as_str().unwrap().to_owned(),
-            variants: [v(0), v(1)],
-            app,
-            token,
-            store,
-        }
-    }
-
-    pub fn path(&self, rest: &str) -> String {
-        format!("/v1/stores/{}/{rest}", self.store)
-    }
-
-    /// Creates an order of `quantity` of the first variant; its body.
-    pub async fn order(&self, quantity: i64) -> Value {
-        let r = self
-            .app
-            .call(
-                post(),
-                &self.path("orders"),
-                &self.token,
-                Some(json!({"customer_id": self.customer,
-                            "items": [{"variant_id": self.variants[0], "quantity": quantity}]})),
-            )
-            .await;
-        r.expect(201);
-        r.body.clone()
-    }
-
-    pub async fn set_status(&self, order: &Value, status: &str) -> Value {
-        let r = self
-            .app
-            .call(
-                patch(),
-                &self.path(&format!("orders/{}", order["id"].as_str().unwrap())),
-                &self.token,
-                Some(json!({ "status": status })),
-            )
-            .await;
-        r.expect(200);
-        r.body.clone()
-    }
-
-    pub async fn refund(&self, order: &Value, amount: i64) -> crate::helpers::Reply {
-        self.app
-            .call(
-                post(),
-                &self.path(&format!("orders/{}/refund", order["id"].as_str().unwrap())),
-                &self.token,
-                Some(json!({ "amount_cents": amount })),
-            )
-            .await
-    }
-
-    /// `GET` of a path under the store, which must answer 200; its body.
-    pub async fn read(&self, rest: &str) -> Value {
-        let r = self
-            .app
-            .call(get(), &self.path(rest), &self.token, None)
-            .await;
-        r.expect(200);
-        r.body.clone()
-    }
-
-    /// (on_hand, reserved, available) of variant `i`.
-    pub async fn stock(&self, i: usize) -> (i64, i64, i64) {
-        let r = self
-            .app
-            .call(get(), &self.path("inventory?limit=200"), &self.token, None)
-            .await;
-        r.expect(200);
-        let row = r.body["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["variant_id"] == self.variants[i].as_str())
-            .unwrap()
-            .clone();
-        let n = |k: &str| row[k].as_i64().unwrap();
-        (n("on_hand"), n("reserved"), n("available"))
-    }
-
-    pub async fn subscribe(&self, rx: &Receiver, events: &[&str]) {
-        self.app
-            .call(
-                post(),
-                &self.path("webhooks"),
-                &self.token,
-                Some(json!({"url": rx.url, "events": events})),
-            )
-            .await
-            .expect(201);
-    }
-}
+use crate::support::{Receiver, Shop, get, patch, post, spawn_app, spawn_app_with, wait_until};
 
 #[tokio::test]
 async fn orders_are_priced_from_variants_numbered_and_reserve_stock() {
@@ -238,7 +101,7 @@ async fn orders_are_priced_from_variants_numbered_and_reserve_stock() {
 
     // Not enough stock: 409, and nothing at all is written (the first line's reservation
     // is rolled back with the rest).
-    let orders_before = app.count("SELECT COUNT(*) FROM orders").await;
+    let orders_before = app.total(token, &shop.path("orders")).await;
     let short = app
         .call(
             post(),
@@ -253,10 +116,7 @@ async fn orders_are_priced_from_variants_numbered_and_reserve_stock() {
     assert_eq!(short.body["details"]["available"], 6);
     assert_eq!(short.body["details"]["requested"], 7);
     assert_eq!(short.body["details"]["sku"], "TEE-M");
-    assert_eq!(
-        app.count("SELECT COUNT(*) FROM orders").await,
-        orders_before
-    );
+    assert_eq!(app.total(token, &shop.path("orders")).await, orders_before);
     assert_eq!(shop.stock(0).await, (10, 2, 8));
     assert_eq!(shop.stock(1).await, (10, 4, 6));
 
@@ -321,10 +181,7 @@ async fn orders_are_priced_from_variants_numbered_and_reserve_stock() {
             r.text
         );
     }
-    assert_eq!(
-        app.count("SELECT COUNT(*) FROM orders").await,
-        orders_before
-    );
+    assert_eq!(app.total(token, &shop.path("orders")).await, orders_before);
     assert_eq!(shop.stock(0).await, (10, 2, 8));
 }
 
@@ -503,7 +360,7 @@ async fn status_changes_move_stock_record_the_payment_and_fire_their_events() {
     assert_eq!(seen, want);
     assert_eq!(hits[6].json()["data"], delivered);
     assert_eq!(hits[7].json()["data"], noted.body);
-    rx.expect_no_more_than(8).await;
+    rx.expect_no_more_than(&shop.app, 8).await;
 }
 
 /// The `Idempotency-Key` the provider is sent for a client's key on a payment of the shop.
@@ -701,7 +558,7 @@ async fn refunds_go_through_the_provider_once_per_key_and_never_exceed_the_payme
         ]
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
-    rx.expect_no_more_than(4).await;
+    rx.expect_no_more_than(&shop.app, 4).await;
     let customer = shop.read(&format!("customers/{}", shop.customer)).await;
     // Paid 5000 + 2500 + 3000, refunded 5000 + 100 + 3000.
     assert_eq!(customer["total_spent_cents"], 2400);
@@ -723,7 +580,7 @@ async fn creating_an_order_is_idempotent() {
         .await;
     again.expect(201);
     assert_eq!(again.body, first.body);
-    assert_eq!(shop.app.count("SELECT COUNT(*) FROM orders").await, 1);
+    assert_eq!(shop.app.total(&shop.token, &shop.path("orders")).await, 1);
     assert_eq!(shop.stock(0).await, (10, 4, 6));
     // The same key with another body is refused.
     let other = json!({"customer_id": shop.customer,
@@ -758,7 +615,7 @@ async fn fifty_concurrent_orders_for_the_last_ten_units_never_oversell() {
         .count();
     assert_eq!((created, refused), (10, 40));
     assert_eq!(shop.stock(0).await, (10, 10, 0));
-    assert_eq!(shop.app.count("SELECT COUNT(*) FROM orders").await, 10);
+    assert_eq!(shop.app.total(&shop.token, &shop.path("orders")).await, 10);
     let mut numbers: Vec<i64> = replies
         .iter()
         .filter(|r| r.status == 201)
@@ -770,7 +627,7 @@ async fn fifty_concurrent_orders_for_the_last_ten_units_never_oversell() {
     let hits = rx.wait_for(1).await;
     assert_eq!(hits[0].json()["event"], "inventory.low_stock");
     assert_eq!(hits[0].json()["data"]["available"], 5);
-    rx.expect_no_more_than(1).await;
+    rx.expect_no_more_than(&shop.app, 1).await;
 }
 
 #[tokio::test]
@@ -972,6 +829,7 @@ async fn a_refund_whose_client_hangs_up_is_still_recorded_once() {
     assert_eq!(retry.body["status"], "succeeded");
     assert_eq!(retry.body["amount_cents"], 1000);
     assert_eq!(provider.hits().len(), 1);
+    // No endpoint lists refunds; `refunded_cents` below shows only their sum.
     assert_eq!(shop.app.count("SELECT COUNT(*) FROM refunds").await, 1);
     let after = shop.app.call(get(), &order, &shop.token, None).await;
     assert_eq!(after.body["refunded_cents"], 1000);
@@ -983,7 +841,7 @@ async fn paying_app(
     provider: &Receiver,
     timeout_ms: u64,
     workers: usize,
-) -> crate::helpers::TestApp {
+) -> crate::support::TestApp {
     let base = provider.base.clone();
     spawn_app_with(move |c| {
         c.workers = workers;
@@ -1083,7 +941,7 @@ async fn a_refund_settles_exactly_once_however_many_identical_requests_race() {
         .map(|h| h.json()["event"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(events, ["orders.updated", "orders.refunded"]);
-    rx.expect_no_more_than(2).await;
+    rx.expect_no_more_than(&shop.app, 2).await;
     // A late repeat asks nothing and answers the settled refund.
     let again = shop
         .app
@@ -1113,17 +971,13 @@ async fn open_refund_checks(shop: &Shop) -> i64 {
 
 /// Waits until every webhook delivery job has finished.
 async fn deliveries_settled(shop: &Shop) {
-    for _ in 0..500 {
-        let open = shop
-            .app
+    wait_until("webhook deliveries to finish", || async {
+        shop.app
             .count("SELECT COUNT(*) FROM jobs WHERE queue = 'webhooks' AND state <> 'done'")
-            .await;
-        if open == 0 {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    panic!("webhook deliveries did not finish");
+            .await
+            == 0
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -1254,7 +1108,7 @@ async fn uncertain_outcomes_stay_pending_until_the_provider_answers_for_sure() {
         .map(|h| h.json()["event"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(events, ["orders.updated", "orders.refunded"]);
-    rx.expect_no_more_than(2).await;
+    rx.expect_no_more_than(&shop.app, 2).await;
 }
 
 #[cfg(feature = "failpoints")]
@@ -1316,7 +1170,7 @@ async fn uncertain_outcomes_stay_pending_and_a_hold_never_asked_about_is_resumed
 /// A second store on the same server with a paid API order of 2500: (token, store, order
 /// path, payment id).
 async fn other_store_with_paid_order(
-    app: &crate::helpers::TestApp,
+    app: &crate::support::TestApp,
 ) -> (String, String, String, String) {
     let (token, _) = app.member("second@example.com").await;
     let store = app.open_store(&token, "Second").await;

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::helpers::spawn_app;
+use crate::support::spawn_app;
 
 #[tokio::test]
 async fn keyset_pages_walk_every_row_once_newest_first() {

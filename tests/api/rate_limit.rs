@@ -2,7 +2,7 @@
 
 use chrono::Duration;
 
-use crate::helpers::spawn_app_with;
+use crate::support::spawn_app_with;
 
 #[tokio::test]
 async fn anonymous_budget_counts_down_then_refuses() {

@@ -1,7 +1,7 @@
 //! Storage settings (issue 2 §2): WAL, synchronous=NORMAL, foreign keys, a busy timeout on
 //! every connection; readers cannot write.
 
-use crate::helpers::spawn_app;
+use crate::support::spawn_app;
 
 type Pragmas = (String, i64, i64, i64);
 

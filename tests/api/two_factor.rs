@@ -1,47 +1,11 @@
 //! Second factors (issue 3): TOTP, recovery codes, and the sign-in challenge rows of spec 3.
-//! TOTP codes come from the RFC 6238 implementation below, not from the server's helper.
+//! TOTP codes come from the RFC 6238 implementation in `support::totp`, not from the server's helper.
 
 use base64::Engine;
 use chrono::Duration;
-use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 
-use crate::helpers::{Reply, TestApp, spawn_app};
-
-/// RFC 4648 base32 (no padding), as authenticator apps read the secret.
-fn base32_decode(s: &str) -> Vec<u8> {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let (mut bits, mut acc, mut out) = (0u32, 0u64, Vec::new());
-    for c in s.trim_end_matches('=').bytes() {
-        let v = ALPHABET
-            .iter()
-            .position(|&a| a == c.to_ascii_uppercase())
-            .expect("base32") as u64;
-        acc = (acc << 5) | v;
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(u8::try_from((acc >> bits) & 0xff).unwrap());
-        }
-    }
-    out
-}
-
-/// RFC 6238 TOTP: HOTP (RFC 4226) over the 30 s time step, SHA-1, 6 digits.
-pub(crate) fn rfc6238(secret_b32: &str, unix: i64) -> String {
-    let counter = u64::try_from(unix / 30).unwrap();
-    let mut mac = Hmac::<sha1::Sha1>::new_from_slice(&base32_decode(secret_b32)).unwrap();
-    mac.update(&counter.to_be_bytes());
-    let h = mac.finalize().into_bytes();
-    let offset = (h[19] & 0x0f) as usize;
-    let bin = u32::from_be_bytes([
-        h[offset] & 0x7f,
-        h[offset + 1],
-        h[offset + 2],
-        h[offset + 3],
-    ]);
-    format!("{:06}", bin % 1_000_000)
-}
+use crate::support::{PASSWORD, rfc6238, spawn_app, verify_recovery};
 
 #[test]
 fn the_test_totp_matches_the_rfc_vectors() {
@@ -52,80 +16,13 @@ fn the_test_totp_matches_the_rfc_vectors() {
     assert_eq!(rfc6238(seed_b32, 2_000_000_000), "279037");
 }
 
-const PASSWORD: &str = "correct horse battery";
-
-impl TestApp {
-    pub(crate) async fn authed(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: &str,
-        body: Option<Value>,
-    ) -> Reply {
-        let mut req = self
-            .client
-            .request(method, self.url(path))
-            .bearer_auth(token);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        self.send(req).await
-    }
-
-    pub(crate) fn now_unix(&self) -> i64 {
-        self.clock_now().timestamp()
-    }
-
-    /// Signs up, signs in and turns TOTP on; returns (session token, TOTP secret).
-    pub async fn with_totp(&self, email: &str) -> (String, String) {
-        let s = self.signed_in(email).await;
-        let token = s["token"].as_str().unwrap().to_string();
-        let setup = self
-            .authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", &token, None)
-            .await;
-        setup.expect(200);
-        let secret = setup.body["secret"].as_str().unwrap().to_string();
-        let code = rfc6238(&secret, self.now_unix());
-        self.authed(
-            reqwest::Method::POST,
-            "/v1/me/2fa/totp/enable",
-            &token,
-            Some(json!({"totp_code": code})),
-        )
-        .await
-        .expect(204);
-        (token, secret)
-    }
-
-    /// Password step of a sign-in that needs a second factor; returns the challenge.
-    pub(crate) async fn challenge(&self, email: &str) -> String {
-        let r = self
-            .post_json(
-                "/v1/auth/login",
-                &json!({"email": email, "password": PASSWORD}),
-            )
-            .await;
-        r.expect(200);
-        assert_eq!(r.body["status"], "two_factor_required", "{}", r.text);
-        r.body["challenge"].as_str().unwrap().to_string()
-    }
-
-    pub(crate) async fn verify_totp(&self, challenge: &str, code: &str) -> Reply {
-        self.post_json(
-            "/v1/auth/2fa/totp/verify",
-            &json!({"challenge": challenge, "totp_code": code}),
-        )
-        .await
-    }
-}
-
 #[tokio::test]
 async fn totp_setup_and_enable() {
     let app = spawn_app().await;
     let s = app.signed_in("ana@example.com").await;
     let token = s["token"].as_str().unwrap();
     let first = app
-        .authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
+        .call(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
         .await;
     first.expect(200);
     let secret = first.body["secret"].as_str().unwrap();
@@ -142,12 +39,12 @@ async fn totp_setup_and_enable() {
 
     // Each setup call replaces the pending secret: the first one no longer enables.
     let second = app
-        .authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
+        .call(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
         .await;
     let secret2 = second.body["secret"].as_str().unwrap().to_string();
     assert_ne!(secret, secret2);
     let enable = |code: String| {
-        app.authed(
+        app.call(
             reqwest::Method::POST,
             "/v1/me/2fa/totp/enable",
             token,
@@ -167,7 +64,7 @@ async fn totp_setup_and_enable() {
     enable(rfc6238(&secret2, app.now_unix()))
         .await
         .expect_error(409, "totp_already_enabled");
-    app.authed(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
+    app.call(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
         .await
         .expect_error(409, "totp_already_enabled");
     let me = app.get_as("/v1/me", token).await;
@@ -281,7 +178,7 @@ async fn verify_answers_not_enabled_and_account_disabled() {
     let (token, secret) = app.with_totp("ana@example.com").await;
     app.clock.advance(Duration::seconds(60));
     let ch = app.challenge("ana@example.com").await;
-    app.authed(
+    app.call(
         reqwest::Method::DELETE,
         "/v1/me/2fa/totp",
         &token,
@@ -289,7 +186,7 @@ async fn verify_answers_not_enabled_and_account_disabled() {
     )
     .await
     .expect_error(400, "incorrect_password");
-    app.authed(
+    app.call(
         reqwest::Method::DELETE,
         "/v1/me/2fa/totp",
         &token,
@@ -333,7 +230,7 @@ async fn verify_answers_not_enabled_and_account_disabled() {
 async fn recovery_codes_sign_in_once_each() {
     let app = spawn_app().await;
     let plain = app.signed_in("nofactor@example.com").await;
-    app.authed(
+    app.call(
         reqwest::Method::POST,
         "/v1/me/2fa/recovery-codes",
         plain["token"].as_str().unwrap(),
@@ -344,7 +241,7 @@ async fn recovery_codes_sign_in_once_each() {
 
     let (token, _) = app.with_totp("ana@example.com").await;
     let r = app
-        .authed(
+        .call(
             reqwest::Method::POST,
             "/v1/me/2fa/recovery-codes",
             &token,
@@ -378,7 +275,7 @@ async fn recovery_codes_sign_in_once_each() {
         .expect_error(401, "invalid_code");
 
     // Regenerating replaces them all.
-    app.authed(
+    app.call(
         reqwest::Method::POST,
         "/v1/me/2fa/recovery-codes",
         &token,
@@ -391,17 +288,9 @@ async fn recovery_codes_sign_in_once_each() {
         .expect_error(401, "invalid_code");
 }
 
-pub(crate) async fn verify_recovery(app: &TestApp, challenge: &str, code: &str) -> Reply {
-    app.post_json(
-        "/v1/auth/2fa/recovery/verify",
-        &json!({"challenge": challenge, "recovery_code": code}),
-    )
-    .await
-}
-
 #[tokio::test]
 async fn wrong_codes_count_toward_the_sign_in_lockout() {
-    let app = crate::helpers::spawn_app_with(|c| c.sign_in_failures = 3).await;
+    let app = crate::support::spawn_app_with(|c| c.sign_in_failures = 3).await;
     app.with_totp("ana@example.com").await;
     app.clock.advance(Duration::seconds(60));
     // Fresh challenges do not buy fresh guesses: three wrong codes lock the account's sign-in.
@@ -425,7 +314,7 @@ async fn recovery_codes_and_totp_secrets_are_not_stored_readably() {
     let app = spawn_app().await;
     let (token, secret) = app.with_totp("ana@example.com").await;
     let r = app
-        .authed(
+        .call(
             reqwest::Method::POST,
             "/v1/me/2fa/recovery-codes",
             &token,
@@ -524,7 +413,7 @@ async fn adding_a_second_factor_needs_a_recent_sign_in_or_the_password() {
     let call = |method: reqwest::Method, path: &'static str, body: Option<Value>| {
         let token = token.clone();
         let app = &app;
-        async move { app.authed(method, path, &token, body).await }
+        async move { app.call(method, path, &token, body).await }
     };
 
     let setup = call(reqwest::Method::GET, "/v1/me/2fa/totp/setup", None).await;
@@ -587,7 +476,7 @@ async fn adding_a_second_factor_needs_a_recent_sign_in_or_the_password() {
         .await;
     v.expect(200);
     let fresh = v.body["token"].as_str().unwrap().to_string();
-    app.authed(
+    app.call(
         reqwest::Method::POST,
         "/v1/me/2fa/recovery-codes",
         &fresh,
@@ -596,7 +485,7 @@ async fn adding_a_second_factor_needs_a_recent_sign_in_or_the_password() {
     .await
     .expect(200);
     app.clock.advance(Duration::seconds(601));
-    app.authed(
+    app.call(
         reqwest::Method::POST,
         "/v1/me/2fa/recovery-codes",
         &fresh,
