@@ -28,6 +28,8 @@ impl std::ops::Deref for AppState {
 
 pub struct Shared {
     pub db: Db,
+    /// What the background workers can run: each job kind's handler, the cleanup's purges.
+    pub jobs: Arc<crate::jobs::Registry>,
     pub cfg: Arc<Config>,
     pub clock: SharedClock,
     pub cursor_key: CursorKey,
@@ -65,6 +67,7 @@ impl AppState {
         let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
         Ok(Self(Arc::new(Shared {
             db,
+            jobs: Arc::new(job_registry()),
             cfg: Arc::new(cfg),
             clock,
             cursor_key: CursorKey::new(keys.cursor),
@@ -78,6 +81,25 @@ impl AppState {
             _lock: Arc::new(lock),
         })))
     }
+}
+
+/// Every area's background work: the job kinds the generic workers run, and what the
+/// periodic cleanup deletes. (Webhook deliveries run on their own dispatcher.)
+fn job_registry() -> crate::jobs::Registry {
+    let mut r = crate::jobs::Registry::new();
+    r.handle(|st, job: crate::orders::refunds::RefundCheck| async move {
+        crate::orders::refunds::check(&st, job.refund_id).await
+    });
+    r.purge("idempotency keys", |tx, now, _| {
+        crate::http::idempotency::purge_expired(tx, now)
+    });
+    r.purge("sign-in leftovers", |tx, now, cfg| {
+        crate::auth::store::purge(tx, now, cfg.sign_in_window)
+    });
+    r.purge("webhook history", |tx, now, _| {
+        crate::webhooks::store::purge_history(tx, now)
+    });
+    r
 }
 
 /// Migrates the database and brings what it holds at rest up to date before anything else

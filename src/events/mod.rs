@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::AppError;
 use crate::ids::{EventId, StoreId};
-use crate::jobs::{self, Job};
+use crate::jobs;
 use crate::time;
 
 /// The JSON body every delivery of an event carries, fields in the spec's order, around the
@@ -38,7 +38,7 @@ pub fn record(
             crate::webhooks::store::fan_out(tx, store, id, name, now)?;
         }
         None => {
-            let job = Job::WebhookDelivery {
+            let job = crate::webhooks::WebhookDelivery {
                 event_id: id,
                 webhook_id: None,
                 manual: false,

@@ -10,7 +10,10 @@
 //! - The scheduler enqueues periodic cleanups rather than running them inline.
 //! - A job belongs to a queue: the generic workers take `default` jobs, the webhook
 //!   dispatcher `webhooks` jobs, each with its own lanes (see `webhooks::delivery`).
+//! - The queue knows no area: areas define their kinds ([`JobKind`]) and register handlers
+//!   and cleanups in the [`Registry`] the application builds.
 
+pub mod registry;
 pub mod scheduler;
 pub mod worker;
 
@@ -18,107 +21,89 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
-use crate::ids::{EventId, JobId, RefundId, WebhookId};
+use crate::ids::JobId;
 use crate::time;
 
+pub use registry::{Cleanup, Registry};
 pub use worker::{Outcome, run_once};
 
-/// Every kind of background work. The serialized form is stored, so variants and fields
-/// may be added but not renamed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
-pub enum Job {
-    /// Deletes expired idempotency records, sign-in leftovers and old finished jobs.
-    Cleanup,
-    /// Sends one event to one webhook (None: the operator's platform webhook). `manual`
-    /// re-sends (retry, recover) get one attempt; the others get the spec's five.
-    WebhookDelivery {
-        event_id: EventId,
-        webhook_id: Option<WebhookId>,
-        #[serde(default)]
-        manual: bool,
-    },
-    /// Asks the payment provider again about a refund still pending (its first answer was
-    /// uncertain, or never came), with the same idempotency key, until a definite answer.
-    RefundCheck { refund_id: RefundId },
+/// A kind of background work, defined by the area that does it and registered with its
+/// handler in a [`Registry`]. The job is stored as `{"kind": KIND, "data": <the job>}`, so
+/// `KIND` and the fields may be added to but never renamed.
+pub trait JobKind: Serialize + DeserializeOwned {
+    const KIND: &'static str;
+
+    /// Attempts before the job is left `dead` for an operator.
+    fn max_attempts(&self) -> u32;
+
+    /// Which workers run it: the generic ones (`default`) unless an area runs its own.
+    fn queue(&self) -> &'static str {
+        DEFAULT_QUEUE
+    }
+
+    /// Jobs of one lane are capped together by the workers of their queue.
+    fn lane(&self) -> Option<String> {
+        None
+    }
 }
 
-/// The queue of the generic workers; webhook deliveries have their own dispatcher.
+/// A job as stored: its kind, and its data for the kind's handler to read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredJob {
+    pub kind: String,
+    /// Absent in jobs that carry none (`{"kind": "cleanup"}`).
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+impl StoredJob {
+    /// The job as kind `J`, if it is one.
+    pub fn read<J: JobKind>(&self) -> Option<J> {
+        (self.kind == J::KIND)
+            .then(|| serde_json::from_value(self.data.clone()).ok())
+            .flatten()
+    }
+}
+
+/// The queue of the generic workers; an area may run a queue of its own (webhook deliveries).
 pub const DEFAULT_QUEUE: &str = "default";
-pub const WEBHOOK_QUEUE: &str = "webhooks";
-/// Attempts of a refund check (also written by migration V14 for refunds it found pending):
-/// with the backoff below, about a day, which is as long as payment providers keep an
-/// idempotency key. Asking later could refund anew, so the check stops there and the refund
-/// stays pending, its amount held, for the operator (its job is dead).
-pub const REFUND_CHECK_ATTEMPTS: u32 = 31;
 
-impl Job {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Job::Cleanup => "cleanup",
-            Job::WebhookDelivery { .. } => "webhook_delivery",
-            Job::RefundCheck { .. } => "refund_check",
-        }
-    }
-
-    pub fn max_attempts(&self) -> u32 {
-        match self {
-            Job::Cleanup => 3,
-            Job::WebhookDelivery { manual: true, .. } => 1,
-            Job::WebhookDelivery { .. } => crate::webhooks::MAX_ATTEMPTS,
-            // Only a definite answer releases a held refund: keep asking (the backoff caps at
-            // 1 h, so this is about six weeks) before leaving it dead for an operator.
-            Job::RefundCheck { .. } => REFUND_CHECK_ATTEMPTS,
-        }
-    }
-
-    /// Which workers run it.
-    pub fn queue(&self) -> &'static str {
-        match self {
-            Job::Cleanup | Job::RefundCheck { .. } => DEFAULT_QUEUE,
-            Job::WebhookDelivery { .. } => WEBHOOK_QUEUE,
-        }
-    }
-
-    /// The receiver a delivery goes to: the dispatcher caps requests in flight per lane.
-    pub fn lane(&self) -> Option<String> {
-        match self {
-            Job::Cleanup | Job::RefundCheck { .. } => None,
-            Job::WebhookDelivery { webhook_id, .. } => Some(webhook_id.map_or_else(
-                || crate::webhooks::PLATFORM_LANE.to_owned(),
-                |w| w.to_string(),
-            )),
-        }
-    }
-
-    /// Delay before attempt `failed_attempts + 1`: exponential from 10 s, capped at 1 h, with
-    /// up to 10% jitter so retries of many jobs spread out.
-    pub fn backoff(&self, failed_attempts: u32) -> Duration {
-        let base = Duration::from_secs(10);
-        let exp = base.saturating_mul(1 << failed_attempts.saturating_sub(1).min(16));
-        let capped = exp.min(Duration::from_secs(3600));
-        let jitter = rand::random::<f64>() * 0.1;
-        capped.mul_f64(1.0 + jitter)
-    }
+/// Delay before attempt `failed_attempts + 1`: exponential from 10 s, capped at 1 h, with up
+/// to 10% jitter so retries of many jobs spread out.
+pub fn backoff(failed_attempts: u32) -> Duration {
+    let base = Duration::from_secs(10);
+    let exp = base.saturating_mul(1 << failed_attempts.saturating_sub(1).min(16));
+    let capped = exp.min(Duration::from_secs(3600));
+    let jitter = rand::random::<f64>() * 0.1;
+    capped.mul_f64(1.0 + jitter)
 }
 
 /// Enqueues `job` to run now, in the caller's transaction.
-pub fn enqueue(tx: &Transaction<'_>, job: &Job, now: DateTime<Utc>) -> Result<JobId, AppError> {
+pub fn enqueue<J: JobKind>(
+    tx: &Transaction<'_>,
+    job: &J,
+    now: DateTime<Utc>,
+) -> Result<JobId, AppError> {
     enqueue_at(tx, job, now, now)
 }
 
 /// Enqueues `job` to run at `run_at` or later, in the caller's transaction.
-pub fn enqueue_at(
+pub fn enqueue_at<J: JobKind>(
     tx: &Transaction<'_>,
-    job: &Job,
+    job: &J,
     run_at: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<JobId, AppError> {
     let id = JobId::new();
-    let payload = serde_json::to_string(job).map_err(AppError::internal)?;
+    let stored = StoredJob {
+        kind: J::KIND.to_owned(),
+        data: serde_json::to_value(job).map_err(AppError::internal)?,
+    };
+    let payload = serde_json::to_string(&stored).map_err(AppError::internal)?;
     let now = time::format(now);
     crate::db::exec(
         tx,
@@ -127,7 +112,7 @@ pub fn enqueue_at(
          VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, ?6, ?7, ?8)",
         params![
             id,
-            job.kind(),
+            J::KIND,
             payload,
             job.max_attempts(),
             time::format(run_at),
@@ -137,4 +122,25 @@ pub fn enqueue_at(
         ],
     )?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cleanup, JobKind, StoredJob};
+
+    /// Jobs queued before kinds moved to their areas were stored as the old enum wrote them
+    /// (`{"kind": .., "data": ..}`, no `data` for a unit variant): they still read.
+    #[test]
+    fn jobs_stored_by_the_old_enum_still_read() {
+        let cleanup: StoredJob = serde_json::from_str(r#"{"kind":"cleanup"}"#).unwrap();
+        assert_eq!(cleanup.read::<Cleanup>(), Some(Cleanup));
+        let stored = StoredJob {
+            kind: Cleanup::KIND.into(),
+            data: serde_json::to_value(Cleanup).unwrap(),
+        };
+        assert_eq!(stored.read::<Cleanup>(), Some(Cleanup));
+        let other: StoredJob =
+            serde_json::from_str(r#"{"kind":"refund_check","data":{"refund_id":"x"}}"#).unwrap();
+        assert_eq!(other.read::<Cleanup>(), None, "another kind is not a cleanup");
+    }
 }

@@ -53,7 +53,10 @@ impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
             .field("kinds", &self.handlers.keys().collect::<Vec<_>>())
-            .field("purges", &self.purges.iter().map(|p| p.0).collect::<Vec<_>>())
+            .field(
+                "purges",
+                &self.purges.iter().map(|p| p.0).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }

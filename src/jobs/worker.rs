@@ -10,7 +10,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::Job;
+use super::StoredJob;
 use crate::error::AppError;
 use crate::ids::JobId;
 use crate::state::AppState;
@@ -26,10 +26,18 @@ pub enum Outcome {
 #[derive(Debug, Clone)]
 pub struct Claimed {
     pub id: JobId,
-    pub job: Result<Job, String>,
+    /// The stored job; an error when its payload is not a job at all.
+    pub job: Result<StoredJob, String>,
     pub attempts: u32,
     pub max_attempts: u32,
     pub lane: Option<String>,
+}
+
+impl Claimed {
+    /// The claimed job as kind `J`, if it is one.
+    pub fn read<J: super::JobKind>(&self) -> Option<J> {
+        self.job.as_ref().ok()?.read()
+    }
 }
 
 /// How long an idle worker waits before looking again when nothing woke it.
@@ -152,7 +160,7 @@ fn take(
         |r| {
             Ok(Claimed {
                 id: r.get(0)?,
-                job: serde_json::from_str::<Job>(&r.get::<_, String>(1)?)
+                job: serde_json::from_str::<StoredJob>(&r.get::<_, String>(1)?)
                     .map_err(|e| format!("unknown job payload: {e}")),
                 attempts: r.get(2)?,
                 max_attempts: r.get(3)?,
@@ -223,8 +231,8 @@ fn fail(
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
     let retry_at = match &c.job {
-        Ok(job) if c.attempts < c.max_attempts => {
-            Some(now + chrono::Duration::from_std(job.backoff(c.attempts)).unwrap_or_default())
+        Ok(_) if c.attempts < c.max_attempts => {
+            Some(now + chrono::Duration::from_std(super::backoff(c.attempts)).unwrap_or_default())
         }
         _ => None,
     };
@@ -270,10 +278,16 @@ pub fn release(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<
     Ok(n == 1)
 }
 
+/// Runs a job with the handler its kind registered.
+async fn execute(st: AppState, job: StoredJob) -> anyhow::Result<()> {
+    let registry = st.jobs.clone();
+    registry.run(st, job).await
+}
+
 /// Runs one due job with the real handlers, if there is one. Tests call this to drain the
 /// queue deterministically.
 pub async fn run_once(st: &AppState) -> Result<Outcome, AppError> {
-    run_once_with(st, &CancellationToken::new(), super::scheduler::execute).await
+    run_once_with(st, &CancellationToken::new(), execute).await
 }
 
 /// [`run_once`] with the job handler given, so the retry and dead-letter rules can be tested
@@ -284,7 +298,7 @@ pub async fn run_once_with<F, Fut>(
     handler: F,
 ) -> Result<Outcome, AppError>
 where
-    F: FnOnce(AppState, Job) -> Fut,
+    F: FnOnce(AppState, StoredJob) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
     let (now, lease) = (st.clock.now(), st.cfg.job_lease);
@@ -307,7 +321,7 @@ async fn settle<F, Fut>(
     handler: F,
 ) -> Result<Outcome, AppError>
 where
-    F: FnOnce(AppState, Job) -> Fut,
+    F: FnOnce(AppState, StoredJob) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
     let result = match &claimed.job {
@@ -391,7 +405,7 @@ pub async fn work(st: AppState, shutdown: CancellationToken) {
         let notified = wake.notified();
         tokio::pin!(notified);
         notified.as_mut().enable(); // register before looking, so no wake-up is missed
-        match run_once_with(&st, &shutdown, super::scheduler::execute).await {
+        match run_once_with(&st, &shutdown, execute).await {
             Ok(Outcome::Ran) => {}
             Ok(Outcome::Empty) => {
                 tokio::select! {

@@ -10,7 +10,7 @@
 //! - At most one ask of a refund is in flight (`asking_until`): a duplicate request answers
 //!   with the pending refund instead of asking again.
 //! - Only a definite refusal (a 4xx) fails a refund. An uncertain outcome (timeout, transport
-//!   error, 5xx) leaves it pending; the [`Job::RefundCheck`] enqueued with the hold asks
+//!   error, 5xx) leaves it pending; the [`RefundCheck`] enqueued with the hold asks
 //!   again with the same key, with the queue's backoff, until a definite answer. The same job
 //!   resumes a hold whose first ask never happened (the process stopped).
 
@@ -23,9 +23,30 @@ use super::store::{self, HeldRefund};
 use crate::audit::{self, Actor};
 use crate::error::AppError;
 use crate::ids::{OrderId, RefundId};
-use crate::jobs::{self, Job};
+use crate::jobs::{self, JobKind};
 use crate::state::AppState;
 use crate::time;
+
+/// Asks the payment provider again about a refund still pending (its first answer was
+/// uncertain, or never came), with the same idempotency key, until a definite answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RefundCheck {
+    pub refund_id: RefundId,
+}
+
+/// Attempts of a refund check (also written by migration V14 for refunds it found pending):
+/// with the queue's backoff, about a day, which is as long as payment providers keep an
+/// idempotency key. Asking later could refund anew, so the check stops there and the refund
+/// stays pending, its amount held, for the operator (its job is dead).
+pub const CHECK_ATTEMPTS: u32 = 31;
+
+impl JobKind for RefundCheck {
+    const KIND: &'static str = "refund_check";
+
+    fn max_attempts(&self) -> u32 {
+        CHECK_ATTEMPTS
+    }
+}
 
 /// When the background check first looks at a new refund: once the first ask's lease has
 /// run out, so it never races an ask that is still going.
@@ -35,7 +56,7 @@ pub fn enqueue_check(
     asking_until: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    jobs::enqueue_at(tx, &Job::RefundCheck { refund_id: id }, asking_until, now)?;
+    jobs::enqueue_at(tx, &RefundCheck { refund_id: id }, asking_until, now)?;
     Ok(())
 }
 
@@ -150,7 +171,7 @@ enum Found {
     Ask(Box<HeldRefund>),
 }
 
-/// The [`Job::RefundCheck`] handler: asks the provider again about a refund still pending.
+/// The [`RefundCheck`] handler: asks the provider again about a refund still pending.
 /// An error (the answer is still uncertain, or another ask is in flight) has the queue try
 /// again after its backoff.
 #[tracing::instrument(skip_all, fields(refund_id = %id))]

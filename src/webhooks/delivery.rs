@@ -18,11 +18,11 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::target::GuardedResolver;
+use super::{QUEUE as WEBHOOK_QUEUE, WebhookDelivery};
 use crate::config::Config;
 use crate::error::AppError;
 use crate::ids::{AttemptId, EventId, WebhookId};
 use crate::jobs::worker::{self, Claimed};
-use crate::jobs::{Job, WEBHOOK_QUEUE};
 use crate::state::AppState;
 use crate::threads::run_blocking;
 use crate::time;
@@ -233,13 +233,13 @@ async fn claim_round(st: &AppState) -> Result<(Vec<Claimed>, Option<DateTime<Utc
             };
             let again = claimed.iter().map(|c| (c, "pending", Some(now)));
             for (c, status, next) in again.chain(dead.iter().map(|c| (c, "failed", None))) {
-                if let Ok(Job::WebhookDelivery {
+                if let Some(WebhookDelivery {
                     event_id,
                     webhook_id,
                     ..
-                }) = &c.job
+                }) = c.read::<WebhookDelivery>()
                 {
-                    record_attempt(tx, *webhook_id, *event_id, status, &interrupted, now, next)?;
+                    record_attempt(tx, webhook_id, event_id, status, &interrupted, now, next)?;
                 }
             }
             let mut lanes = queued_lanes(tx)?;
@@ -428,11 +428,11 @@ async fn deliver(st: AppState, c: Claimed) {
 }
 
 async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
-    let Ok(Job::WebhookDelivery {
+    let Some(WebhookDelivery {
         event_id,
         webhook_id,
         ..
-    }) = &c.job
+    }) = c.read::<WebhookDelivery>()
     else {
         let now = st.clock.now();
         st.db
@@ -440,7 +440,6 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
             .await?;
         return Ok(());
     };
-    let (event_id, webhook_id) = (*event_id, *webhook_id);
     let s2 = st.clone();
     let (event, target) = st
         .db

@@ -23,7 +23,7 @@ use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::http::trace::TraceId;
 use crate::ids::{AttemptId, StoreId, WebhookId};
-use crate::jobs::{self, Job};
+use crate::jobs;
 use crate::state::AppState;
 use crate::threads::run_blocking;
 use crate::time;
@@ -395,7 +395,7 @@ pub async fn send_test(
                 "message": "This is a test event sent from the webhook settings."
             });
             let event = events::record_only(tx, Some(store), "webhook.test", &data, now)?;
-            let job = Job::WebhookDelivery {
+            let job = crate::webhooks::WebhookDelivery {
                 event_id: event,
                 webhook_id: Some(id),
                 manual: false,

@@ -30,6 +30,38 @@ use crate::state::AppState;
 pub const MAX_ATTEMPTS: u32 = 5;
 /// The dispatcher lane of the operator's platform webhook.
 pub const PLATFORM_LANE: &str = "platform";
+/// The job queue deliveries wait in; the dispatcher, not the generic workers, takes them.
+pub const QUEUE: &str = "webhooks";
+
+/// Sends one event to one webhook (None: the operator's platform webhook). `manual` re-sends
+/// (retry, recover) get one attempt; the others get the spec's five.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WebhookDelivery {
+    pub event_id: crate::ids::EventId,
+    pub webhook_id: Option<crate::ids::WebhookId>,
+    #[serde(default)]
+    pub manual: bool,
+}
+
+impl crate::jobs::JobKind for WebhookDelivery {
+    const KIND: &'static str = "webhook_delivery";
+
+    fn max_attempts(&self) -> u32 {
+        if self.manual { 1 } else { MAX_ATTEMPTS }
+    }
+
+    fn queue(&self) -> &'static str {
+        QUEUE
+    }
+
+    /// The receiver: the dispatcher caps requests in flight per lane.
+    fn lane(&self) -> Option<String> {
+        Some(
+            self.webhook_id
+                .map_or_else(|| PLATFORM_LANE.to_owned(), |w| w.to_string()),
+        )
+    }
+}
 
 pub fn routes() -> OpenApiRouter<AppState> {
     let router = OpenApiRouter::new();

@@ -8,7 +8,7 @@ use super::model::{AttemptOut, SubscriptionOut};
 use crate::db::rendered::Position;
 use crate::error::AppError;
 use crate::ids::{EventId, StoreId, WebhookId};
-use crate::jobs::{self, Job};
+use crate::jobs;
 use crate::time;
 
 /// A webhook as stored; the secret still sealed.
@@ -277,7 +277,9 @@ fn in_queue(c: &Connection, id: WebhookId) -> Result<std::collections::HashSet<E
          SELECT json_extract(payload, '$.data.event_id') FROM jobs
          WHERE queue = ?1 AND state = 'running' AND lane = ?2",
     )?
-    .query_map(params![jobs::WEBHOOK_QUEUE, id.to_string()], |r| r.get(0))?
+    .query_map(params![crate::webhooks::QUEUE, id.to_string()], |r| {
+        r.get(0)
+    })?
     .collect::<Result<_, _>>()
     .map_err(Into::into)
 }
@@ -370,7 +372,7 @@ fn enqueue_manual(
     event: EventId,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    let job = Job::WebhookDelivery {
+    let job = crate::webhooks::WebhookDelivery {
         event_id: event,
         webhook_id: Some(id),
         manual: true,
@@ -394,7 +396,7 @@ pub fn fan_out(
         .query_map(params![store, name], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     for w in &targets {
-        let job = Job::WebhookDelivery {
+        let job = crate::webhooks::WebhookDelivery {
             event_id,
             webhook_id: Some(*w),
             manual: false,
@@ -402,4 +404,14 @@ pub fn fan_out(
         jobs::enqueue(tx, &job, now)?;
     }
     Ok(targets.len())
+}
+
+/// Delivery history and the events behind it are kept 30 days (recover reaches back 14).
+pub fn purge_history(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+    let old = time::format(now - chrono::Duration::days(30));
+    Ok(crate::db::exec(
+        tx,
+        "DELETE FROM webhook_attempts WHERE created_at <= ?1",
+        [&old],
+    )? + crate::db::exec(tx, "DELETE FROM events WHERE created_at <= ?1", [&old])?)
 }

@@ -382,9 +382,7 @@ async fn sealed_idempotent_responses_end_with_the_24_hour_window() {
     let now = app.clock_now();
     app.state
         .db
-        .write(move |tx| {
-            merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Job::Cleanup, now)
-        })
+        .write(move |tx| merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Cleanup, now))
         .await
         .unwrap();
     let ran = merchant_admin::jobs::run_once(&app.state).await.unwrap();

@@ -648,9 +648,7 @@ async fn cleanup_removes_what_can_never_be_used_again() {
     let now = app.clock_now();
     app.state
         .db
-        .write(move |tx| {
-            merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Job::Cleanup, now)
-        })
+        .write(move |tx| merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Cleanup, now))
         .await
         .unwrap();
     let ran = merchant_admin::jobs::run_once(&app.state).await.unwrap();

@@ -5,7 +5,7 @@ use std::time::Duration as StdDuration;
 use chrono::Duration;
 use merchant_admin::error::AppError;
 use merchant_admin::jobs::worker::{self, Outcome};
-use merchant_admin::jobs::{self, Job};
+use merchant_admin::jobs::{self, Cleanup, JobKind, StoredJob};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -46,7 +46,7 @@ async fn job_rows(app: &TestApp) -> Vec<JobRow> {
         .unwrap()
 }
 
-async fn enqueue(app: &TestApp, job: Job) {
+async fn enqueue(app: &TestApp, job: Cleanup) {
     let now = app.clock_now();
     app.state
         .db
@@ -65,7 +65,7 @@ async fn claim(app: &TestApp) -> Option<worker::Claimed> {
         .unwrap()
 }
 
-async fn failing(_: merchant_admin::AppState, _: Job) -> anyhow::Result<()> {
+async fn failing(_: merchant_admin::AppState, _: StoredJob) -> anyhow::Result<()> {
     anyhow::bail!("receiver said no")
 }
 
@@ -83,7 +83,7 @@ async fn a_job_commits_or_rolls_back_with_the_write_that_enqueued_it() {
         .state
         .db
         .write(move |tx| {
-            jobs::enqueue(tx, &Job::Cleanup, now)?;
+            jobs::enqueue(tx, &Cleanup, now)?;
             Err(AppError::bad_request("the domain write failed"))
         })
         .await;
@@ -93,15 +93,15 @@ async fn a_job_commits_or_rolls_back_with_the_write_that_enqueued_it() {
         "a rolled-back write leaves no job"
     );
 
-    enqueue(&app, Job::Cleanup).await;
+    enqueue(&app, Cleanup).await;
     assert_eq!(job_rows(&app).await.len(), 1);
 }
 
 #[tokio::test]
 async fn failed_attempts_back_off_then_the_job_is_dead_with_its_error() {
     let app = quiet_app().await;
-    enqueue(&app, Job::Cleanup).await;
-    let max = Job::Cleanup.max_attempts();
+    enqueue(&app, Cleanup).await;
+    let max = Cleanup.max_attempts();
 
     let mut previous_run_at = String::new();
     for attempt in 1..=max {
@@ -138,7 +138,7 @@ async fn failed_attempts_back_off_then_the_job_is_dead_with_its_error() {
 #[tokio::test]
 async fn a_job_whose_lease_runs_out_is_taken_again() {
     let app = quiet_app().await;
-    enqueue(&app, Job::Cleanup).await;
+    enqueue(&app, Cleanup).await;
     let lease = app.state.cfg.job_lease;
     // A worker claims it and "dies" (never reports back).
     assert!(claim(&app).await.is_some());
@@ -158,9 +158,9 @@ async fn a_job_whose_lease_runs_out_is_taken_again() {
 #[tokio::test]
 async fn a_job_that_dies_on_its_last_attempt_is_dead() {
     let app = quiet_app().await;
-    enqueue(&app, Job::Cleanup).await;
+    enqueue(&app, Cleanup).await;
     let lease = app.state.cfg.job_lease;
-    for _ in 0..Job::Cleanup.max_attempts() {
+    for _ in 0..Cleanup.max_attempts() {
         let c = claim(&app).await;
         assert!(c.is_some());
         app.clock
@@ -184,7 +184,7 @@ async fn cleanup_deletes_expired_idempotency_records() {
         .await
         .expect(201);
 
-    enqueue(&app, Job::Cleanup).await;
+    enqueue(&app, Cleanup).await;
     assert_eq!(worker::run_once(&app.state).await.unwrap(), Outcome::Ran);
     let keys: Vec<String> = app
         .state
@@ -203,7 +203,7 @@ async fn cleanup_deletes_expired_idempotency_records() {
 #[tokio::test]
 async fn running_workers_pick_up_a_new_job_when_it_commits() {
     let app = spawn_app_with(|c| c.workers = 2).await;
-    enqueue(&app, Job::Cleanup).await;
+    enqueue(&app, Cleanup).await;
     // Wait (bounded) for a worker to finish it; this is not a timing assertion.
     for _ in 0..500 {
         if job_rows(&app)
@@ -225,10 +225,11 @@ async fn a_job_still_running_at_shutdown_is_released_without_using_an_attempt() 
         c.shutdown_grace = StdDuration::from_millis(50);
     })
     .await;
-    enqueue(&app, Job::Cleanup).await;
+    enqueue(&app, Cleanup).await;
     let shutdown = CancellationToken::new();
     shutdown.cancel(); // shutdown has begun; the job will not finish within the grace
-    let stuck = |_: merchant_admin::AppState, _: Job| std::future::pending::<anyhow::Result<()>>();
+    let stuck =
+        |_: merchant_admin::AppState, _: StoredJob| std::future::pending::<anyhow::Result<()>>();
     let out = worker::run_once_with(&app.state, &shutdown, stuck)
         .await
         .unwrap();
@@ -243,7 +244,7 @@ async fn a_job_still_running_at_shutdown_is_released_without_using_an_attempt() 
 #[tokio::test]
 async fn a_worker_whose_lease_was_taken_over_cannot_settle_the_job() {
     let app = quiet_app().await;
-    enqueue(&app, Job::Cleanup).await;
+    enqueue(&app, Cleanup).await;
     let lease = app.state.cfg.job_lease;
     let first = claim(&app).await.unwrap();
     // The first worker stalls past its lease; a second one takes the job over.

@@ -75,14 +75,14 @@ async fn sigint_also_stops_it_cleanly() {
 #[test]
 fn a_job_held_by_a_killed_server_finishes_after_restart() {
     use merchant_admin::db::Db;
-    use merchant_admin::jobs::{self, Job};
+    use merchant_admin::jobs::{self, Cleanup};
     use rusqlite::Connection;
 
     let dir = tempfile::tempdir().unwrap();
     let db_path = merchant_admin::db::db_path(dir.path());
     {
         let db = Db::open(&db_path).unwrap();
-        db.write_blocking(|tx| jobs::enqueue(tx, &Job::Cleanup, chrono::Utc::now()).map(|_| ()))
+        db.write_blocking(|tx| jobs::enqueue(tx, &Cleanup, chrono::Utc::now()).map(|_| ()))
             .unwrap();
     }
     let job = || -> (String, i64) {

@@ -960,7 +960,7 @@ async fn deleting_unsubscribing_and_retrying_need_their_permissions() {
 /// if it was the fifth, the delivery is failed.
 #[tokio::test]
 async fn an_attempt_cut_off_by_a_crash_is_recorded_and_counted() {
-    use merchant_admin::jobs::{self, Job};
+    use merchant_admin::jobs;
     let app = spawn_app().await;
     let (token, store) = owner(&app, "a@example.com").await;
     let rx = Receiver::start().await;
@@ -979,7 +979,7 @@ async fn an_attempt_cut_off_by_a_crash_is_recorded_and_counted() {
         .db
         .write(move |tx| {
             for (event, attempts) in [(e1, 1), (e2, 5)] {
-                let job = Job::WebhookDelivery {
+                let job = merchant_admin::webhooks::WebhookDelivery {
                     event_id: event,
                     webhook_id: Some(w),
                     manual: false,
