@@ -72,10 +72,14 @@ impl StoredJob {
 /// The queue of the generic workers; an area may run a queue of its own (webhook deliveries).
 pub const DEFAULT_QUEUE: &str = "default";
 
-/// Delay before attempt `failed_attempts + 1`: exponential from 10 s, capped at 1 h, with up
-/// to 10% jitter so retries of many jobs spread out.
+/// Delay before attempt `failed_attempts + 1` of a job: [`backoff_from`] 10 s.
 pub fn backoff(failed_attempts: u32) -> Duration {
-    let base = Duration::from_secs(10);
+    backoff_from(Duration::from_secs(10), failed_attempts)
+}
+
+/// The one retry rule: `base`, then doubling (2×, 4×, ...), capped at 1 h, with up to 10%
+/// jitter so retries of many jobs spread out.
+pub fn backoff_from(base: Duration, failed_attempts: u32) -> Duration {
     let exp = base.saturating_mul(1 << failed_attempts.saturating_sub(1).min(16));
     let capped = exp.min(Duration::from_secs(3600));
     let jitter = rand::random::<f64>() * 0.1;
@@ -141,6 +145,10 @@ mod tests {
         assert_eq!(stored.read::<Cleanup>(), Some(Cleanup));
         let other: StoredJob =
             serde_json::from_str(r#"{"kind":"refund_check","data":{"refund_id":"x"}}"#).unwrap();
-        assert_eq!(other.read::<Cleanup>(), None, "another kind is not a cleanup");
+        assert_eq!(
+            other.read::<Cleanup>(),
+            None,
+            "another kind is not a cleanup"
+        );
     }
 }

@@ -495,11 +495,9 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
         .await
 }
 
-/// Delay before the attempt after `failed` attempts: base, 2×, 4×, 8× (+ up to 10% jitter).
+/// Delay before the attempt after `failed` attempts: base, 2×, 4×, 8× (the queue's rule).
 fn backoff(base: Duration, failed: u32) -> chrono::Duration {
-    let exp = base.saturating_mul(1 << failed.saturating_sub(1).min(16));
-    let jittered = exp.mul_f64(1.0 + rand::random::<f64>() * 0.1);
-    chrono::Duration::from_std(jittered).unwrap_or_default()
+    chrono::Duration::from_std(crate::jobs::backoff_from(base, failed)).unwrap_or_default()
 }
 
 fn settle(
