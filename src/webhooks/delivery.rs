@@ -227,9 +227,9 @@ async fn claim_round(st: &AppState) -> Result<(Vec<Claimed>, Option<DateTime<Utc
             // Attempts whose dispatcher died mid-request (kill -9): recorded as interrupted,
             // then tried again, or failed if that was the last one.
             let (mut claimed, dead) = worker::claim_expired(tx, WEBHOOK_QUEUE, now, lease, free)?;
-            let interrupted = Outcome {
+            let interrupted = Attempt {
                 error: Some("interrupted: the server stopped during this attempt".into()),
-                ..Outcome::default()
+                ..Attempt::default()
             };
             let again = claimed.iter().map(|c| (c, "pending", Some(now)));
             for (c, status, next) in again.chain(dead.iter().map(|c| (c, "failed", None))) {
@@ -391,14 +391,14 @@ fn load(
 
 /// What one HTTP attempt came to.
 #[derive(Debug, Default)]
-struct Outcome {
+struct Attempt {
     status: Option<u16>,
     body: Option<String>,
     error: Option<String>,
     duration_ms: u64,
 }
 
-impl Outcome {
+impl Attempt {
     fn succeeded(&self) -> bool {
         self.error.is_none() && self.status.is_some_and(|s| (200..300).contains(&s))
     }
@@ -454,9 +454,9 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
                 .await?;
             return Ok(());
         }
-        (Some(_), Target::Refuse(why)) => Outcome {
+        (Some(_), Target::Refuse(why)) => Attempt {
             error: Some(why),
-            ..Outcome::default()
+            ..Attempt::default()
         },
         (Some(ev), Target::Send { url, secret }) => {
             let agent = if webhook_id.is_some() {
@@ -505,7 +505,7 @@ fn settle(
     c: &Claimed,
     event_id: EventId,
     webhook_id: Option<WebhookId>,
-    o: &Outcome,
+    o: &Attempt,
     retry_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
@@ -536,7 +536,7 @@ fn record_attempt(
     webhook_id: Option<WebhookId>,
     event_id: EventId,
     status: &str,
-    o: &Outcome,
+    o: &Attempt,
     now: DateTime<Utc>,
     next_attempt_at: Option<DateTime<Utc>>,
 ) -> Result<(), AppError> {
@@ -598,7 +598,7 @@ fn send(
     body: &str,
     timestamp: i64,
     timeout: Duration,
-) -> Outcome {
+) -> Attempt {
     let id = event_id.to_string();
     let started = Instant::now();
     let result = agent
@@ -615,7 +615,7 @@ fn send(
             &standard_signature(secret, &id, timestamp, body.as_bytes()),
         )
         .send(body);
-    let mut out = Outcome::default();
+    let mut out = Attempt::default();
     match result {
         Ok(mut res) => {
             out.status = Some(res.status().as_u16());

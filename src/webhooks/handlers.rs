@@ -12,7 +12,7 @@ use super::model::{
     RootWebhookQuery, SubscriptionOut, WebhookFilter, WebhookIn, WebhookOut, WebhookUpdate,
 };
 use super::store::{self, ResendRefused, WebhookRow};
-use super::{catalog, target};
+use super::{event_types, target};
 use crate::audit::{self, Actor};
 use crate::error::{AppError, ErrorCode};
 use crate::events;
@@ -73,7 +73,7 @@ async fn check_url(st: &AppState, raw: &str) -> Result<String, AppError> {
 fn check_events(events: &[String]) -> Result<Vec<String>, AppError> {
     let mut out: Vec<String> = Vec::new();
     for e in events {
-        if !catalog::contains(e) {
+        if !event_types::contains(e) {
             return Err(AppError::field(
                 "events",
                 format!("{e} is not an event name (see GET /v1/webhook-events/catalog)"),
@@ -651,7 +651,7 @@ pub async fn root_unsubscribe(
     responses((status = 200, body = Page<CatalogEntry>)))]
 pub async fn catalog(_: Principal) -> Json<Page<CatalogEntry>> {
     Json(Page::whole(
-        catalog::EVENTS
+        event_types::EVENTS
             .iter()
             .map(|(event, description)| CatalogEntry { event, description })
             .collect(),
@@ -674,7 +674,7 @@ pub struct BenchEmit {
 
 /// Records `count` events in the store through the real outbox, with `emitted_at_us` (wall
 /// clock) and `seq` in their data, so the benchmark can measure enqueue-to-delivery time.
-/// Benchmark builds only (feature `bench-routes`): no product route emits store events yet.
+/// Benchmark builds only (feature `bench-routes`): events at a rate no product route makes.
 #[cfg(feature = "bench-routes")]
 pub async fn emit_for_bench(
     State(st): State<AppState>,

@@ -14,8 +14,8 @@
 //! - The SSRF guard refuses non-public destinations when a URL is saved and again when a
 //!   delivery resolves it, unless `--allow-private-webhook-targets`.
 
-pub mod catalog;
 pub mod delivery;
+pub mod event_types;
 pub mod handlers;
 pub mod model;
 pub mod store;

@@ -200,7 +200,7 @@ pub fn subscriptions(
         let event: String = r.get(1)?;
         Ok(SubscriptionOut {
             webhook_id: r.get(0)?,
-            description: super::catalog::description(&event),
+            description: super::event_types::description(&event),
             event,
             created_at: r.get(2)?,
         })
