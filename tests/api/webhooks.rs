@@ -1050,7 +1050,9 @@ async fn user_created_goes_to_the_platform_webhook() {
     assert!(body["store_id"].is_null());
     assert_eq!(body["data"]["email"], "new@example.com");
     assert_eq!(body["data"]["id"], r.body["id"]);
-    // The operator's platform webhook has no store, so no endpoint lists its attempts.
+    // The operator's platform webhook has no store, so no endpoint lists its attempts. The
+    // receiver has the request before the dispatcher records its answer: wait for that.
+    app.settled().await;
     assert_eq!(
         app.count("SELECT COUNT(*) FROM webhook_attempts WHERE webhook_id IS NULL AND status = 'succeeded'")
             .await,
