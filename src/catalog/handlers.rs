@@ -206,11 +206,12 @@ pub async fn create_product(
             audit::change(
                 tx,
                 &actor,
-                "products.created",
-                &p,
-                "product.created",
-                "product",
-                &id.to_string(),
+                audit::Change {
+                    event: "products.created",
+                    data: &p,
+                    action: "product.created",
+                    resource_id: &id.to_string(),
+                },
                 now,
             )?;
             Ok(p)
@@ -295,11 +296,12 @@ pub async fn update_product(
             audit::change(
                 tx,
                 &actor,
-                "products.updated",
-                &p,
-                "product.updated",
-                "product",
-                &id.to_string(),
+                audit::Change {
+                    event: "products.updated",
+                    data: &p,
+                    action: "product.updated",
+                    resource_id: &id.to_string(),
+                },
                 now,
             )?;
             Ok(p)
@@ -327,11 +329,12 @@ pub async fn delete_product(
             audit::change(
                 tx,
                 &actor,
-                "products.deleted",
-                &serde_json::json!({ "id": id }),
-                "product.deleted",
-                "product",
-                &id.to_string(),
+                audit::Change {
+                    event: "products.deleted",
+                    data: &serde_json::json!({ "id": id }),
+                    action: "product.deleted",
+                    resource_id: &id.to_string(),
+                },
                 now,
             )
         })

@@ -137,11 +137,12 @@ pub async fn create_customer(
             audit::change(
                 tx,
                 &actor,
-                "customers.created",
-                &c,
-                "customer.created",
-                "customer",
-                &id.to_string(),
+                audit::Change {
+                    event: "customers.created",
+                    data: &c,
+                    action: "customer.created",
+                    resource_id: &id.to_string(),
+                },
                 now,
             )?;
             Ok(c)
@@ -203,11 +204,12 @@ pub async fn update_customer(
             audit::change(
                 tx,
                 &actor,
-                "customers.updated",
-                &c,
-                "customer.updated",
-                "customer",
-                &id.to_string(),
+                audit::Change {
+                    event: "customers.updated",
+                    data: &c,
+                    action: "customer.updated",
+                    resource_id: &id.to_string(),
+                },
                 now,
             )?;
             Ok(c)
@@ -235,11 +237,12 @@ pub async fn delete_customer(
             audit::change(
                 tx,
                 &actor,
-                "customers.deleted",
-                &serde_json::json!({ "id": id }),
-                "customer.deleted",
-                "customer",
-                &id.to_string(),
+                audit::Change {
+                    event: "customers.deleted",
+                    data: &serde_json::json!({ "id": id }),
+                    action: "customer.deleted",
+                    resource_id: &id.to_string(),
+                },
                 now,
             )
         })

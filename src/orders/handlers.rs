@@ -180,11 +180,12 @@ async fn create(
             audit::change(
                 tx,
                 &actor,
-                "orders.created",
-                &o,
-                "order.created",
-                "order",
-                &o.id.to_string(),
+                audit::Change {
+                    event: "orders.created",
+                    data: &o,
+                    action: "order.created",
+                    resource_id: &o.id.to_string(),
+                },
                 now,
             )?;
             Ok(o)
@@ -364,11 +365,12 @@ pub async fn update_order(
             audit::change(
                 tx,
                 &actor,
-                event,
-                &o,
-                "order.updated",
-                "order",
-                &id.to_string(),
+                audit::Change {
+                    event,
+                    data: &o,
+                    action: "order.updated",
+                    resource_id: &id.to_string(),
+                },
                 now,
             )?;
             Ok(o)

@@ -151,16 +151,13 @@ fn settle(tx: &Transaction<'_>, held: &HeldRefund, now: DateTime<Utc>) -> Result
     } else {
         "orders.updated"
     };
-    audit::change(
-        tx,
-        &actor_of(tx, held)?,
+    let change = audit::Change {
         event,
-        &o,
-        "order.refunded",
-        "order",
-        &id.to_string(),
-        now,
-    )?;
+        data: &o,
+        action: "order.refunded",
+        resource_id: &id.to_string(),
+    };
+    audit::change(tx, &actor_of(tx, held)?, change, now)?;
     Ok(true)
 }
 
