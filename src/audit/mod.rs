@@ -75,7 +75,7 @@ pub struct Change<'a, T: serde::Serialize> {
 pub fn change<T: serde::Serialize>(
     tx: &Transaction<'_>,
     actor: &Actor,
-    c: Change<'_, T>,
+    c: &Change<'_, T>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
     crate::events::record(tx, actor.store_id, c.event, c.data, now)?;

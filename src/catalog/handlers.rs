@@ -206,7 +206,7 @@ pub async fn create_product(
             audit::change(
                 tx,
                 &actor,
-                audit::Change {
+                &audit::Change {
                     event: "products.created",
                     data: &p,
                     action: "product.created",
@@ -296,7 +296,7 @@ pub async fn update_product(
             audit::change(
                 tx,
                 &actor,
-                audit::Change {
+                &audit::Change {
                     event: "products.updated",
                     data: &p,
                     action: "product.updated",
@@ -329,7 +329,7 @@ pub async fn delete_product(
             audit::change(
                 tx,
                 &actor,
-                audit::Change {
+                &audit::Change {
                     event: "products.deleted",
                     data: &serde_json::json!({ "id": id }),
                     action: "product.deleted",

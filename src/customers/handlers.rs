@@ -137,7 +137,7 @@ pub async fn create_customer(
             audit::change(
                 tx,
                 &actor,
-                audit::Change {
+                &audit::Change {
                     event: "customers.created",
                     data: &c,
                     action: "customer.created",
@@ -204,7 +204,7 @@ pub async fn update_customer(
             audit::change(
                 tx,
                 &actor,
-                audit::Change {
+                &audit::Change {
                     event: "customers.updated",
                     data: &c,
                     action: "customer.updated",
@@ -237,7 +237,7 @@ pub async fn delete_customer(
             audit::change(
                 tx,
                 &actor,
-                audit::Change {
+                &audit::Change {
                     event: "customers.deleted",
                     data: &serde_json::json!({ "id": id }),
                     action: "customer.deleted",

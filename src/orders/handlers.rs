@@ -180,7 +180,7 @@ async fn create(
             audit::change(
                 tx,
                 &actor,
-                audit::Change {
+                &audit::Change {
                     event: "orders.created",
                     data: &o,
                     action: "order.created",
@@ -365,7 +365,7 @@ pub async fn update_order(
             audit::change(
                 tx,
                 &actor,
-                audit::Change {
+                &audit::Change {
                     event,
                     data: &o,
                     action: "order.updated",

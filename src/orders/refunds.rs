@@ -157,7 +157,7 @@ fn settle(tx: &Transaction<'_>, held: &HeldRefund, now: DateTime<Utc>) -> Result
         action: "order.refunded",
         resource_id: &id.to_string(),
     };
-    audit::change(tx, &actor_of(tx, held)?, change, now)?;
+    audit::change(tx, &actor_of(tx, held)?, &change, now)?;
     Ok(true)
 }
 
