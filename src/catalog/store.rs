@@ -259,7 +259,7 @@ fn product_row(r: &Row<'_>) -> rusqlite::Result<ProductOut> {
         title: r.get(2)?,
         slug: r.get(3)?,
         description: r.get(4)?,
-        status: ProductStatus::parse(&r.get::<_, String>(5)?).unwrap_or(ProductStatus::Draft),
+        status: crate::db::parse_column(r, 5, ProductStatus::parse)?,
         tags: serde_json::from_str(&r.get::<_, String>(6)?).unwrap_or_default(),
         rating_average: average,
         rating_count: count,

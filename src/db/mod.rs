@@ -134,6 +134,23 @@ pub fn scrub(c: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reads column `i` as text and parses it: a stored value the code does not know is an
+/// internal error (500), never a silent default (a bad status is not a pending order).
+pub fn parse_column<T>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> rusqlite::Result<T> {
+    let raw: String = r.get(i)?;
+    parse(&raw).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("{raw:?} is not a value this column holds").into(),
+        )
+    })
+}
+
 pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     restrict_db_files(path).map_err(|e| {
         rusqlite::Error::SqliteFailure(

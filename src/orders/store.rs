@@ -66,7 +66,7 @@ fn order_row(r: &Row<'_>) -> rusqlite::Result<OrderOut> {
     let items: Vec<OrderItem> = serde_json::from_str(&r.get::<_, String>(5)?).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, e.into())
     })?;
-    let status = OrderStatus::parse(&r.get::<_, String>(12)?).unwrap_or(OrderStatus::Pending);
+    let status = crate::db::parse_column(r, 12, OrderStatus::parse)?;
     Ok(OrderOut {
         id: r.get(0)?,
         store_id: r.get(1)?,
