@@ -5,6 +5,8 @@
 pub mod api_tokens;
 pub mod audit;
 pub mod auth;
+#[cfg(feature = "bench-routes")]
+pub mod bench_routes;
 pub mod catalog;
 pub mod cli;
 pub mod clock;
@@ -49,7 +51,11 @@ pub use crate::state::AppState;
 /// Every routed path and the OpenAPI document describing them. Each area contributes its
 /// `routes()`; paths are relative to `/v1`, except `root` ones.
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    let (v1, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let v1 = OpenApiRouter::with_openapi(ApiDoc::openapi());
+    // Undocumented on purpose: they exist only in benchmark builds.
+    #[cfg(feature = "bench-routes")]
+    let v1 = v1.merge(bench_routes::routes());
+    let (v1, mut doc) = v1
         .merge(system::routes())
         .merge(auth::routes())
         .merge(tenants::routes())

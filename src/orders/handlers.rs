@@ -551,34 +551,3 @@ pub async fn refund_order(
         _ => Ok(idempotency::no_store((StatusCode::ACCEPTED, Json(refund)))),
     }
 }
-
-#[cfg(feature = "bench-routes")]
-#[derive(Debug, serde::Deserialize)]
-pub struct BenchSeed {
-    orders: i64,
-    reviews: i64,
-}
-
-/// Benchmark builds only (feature `bench-routes`): adds orders and reviews to a store that
-/// has products and customers, in transactions of 5,000 rows, through the demo seeder.
-#[cfg(feature = "bench-routes")]
-pub async fn seed_for_bench(
-    State(st): State<AppState>,
-    scope: StoreScope,
-    Json(input): Json<BenchSeed>,
-) -> Result<StatusCode, AppError> {
-    scope.require(Permission::OrdersWrite)?;
-    let store = scope.store_id;
-    let (mut orders, mut reviews, mut round) = (input.orders, input.reviews, 0);
-    while orders > 0 || reviews > 0 {
-        let (o, r) = (orders.min(5000), reviews.min(5000));
-        let now = st.clock.now();
-        round += 1;
-        st.db
-            .write(move |tx| crate::setup::demo::bulk(tx, store, o, r, round, now))
-            .await?;
-        orders -= o;
-        reviews -= r;
-    }
-    Ok(StatusCode::NO_CONTENT)
-}

@@ -28,12 +28,6 @@ use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     let router = OpenApiRouter::new();
-    // Undocumented on purpose: it exists only in benchmark builds.
-    #[cfg(feature = "bench-routes")]
-    let router = router.route(
-        "/_bench/stores/{store_id}/seed",
-        axum::routing::post(handlers::seed_for_bench),
-    );
     router
         .routes(routes!(handlers::list_orders, handlers::create_order))
         .routes(routes!(handlers::create_manual_order))

@@ -248,18 +248,6 @@ pub async fn get_store(
     s.map(Json).ok_or_else(|| AppError::not_found("store"))
 }
 
-/// `get_store` without `StoreScope`: authenticated, but no membership or permission check.
-/// Benchmark builds only (feature `bench-routes`), to measure what the check costs.
-#[cfg(feature = "bench-routes")]
-pub async fn get_store_unchecked(
-    State(st): State<AppState>,
-    _p: Principal,
-    Path(id): Path<crate::ids::StoreId>,
-) -> Result<Json<StoreOut>, AppError> {
-    let s = st.db.read(move |c| store::get_store(c, id)).await?;
-    s.map(Json).ok_or_else(|| AppError::not_found("store"))
-}
-
 /// Renames a store; needs `stores.edit`.
 #[utoipa::path(patch, path = "/stores/{store_id}", tag = "stores", security(("bearer" = [])),
     params(("store_id" = crate::ids::StoreId, Path)), request_body = StorePatch,

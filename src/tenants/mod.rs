@@ -21,12 +21,6 @@ use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     let router = OpenApiRouter::new();
-    // Undocumented on purpose: it exists only in benchmark builds.
-    #[cfg(feature = "bench-routes")]
-    let router = router.route(
-        "/_bench/stores/{store_id}",
-        axum::routing::get(handlers::get_store_unchecked),
-    );
     router
         .routes(routes!(handlers::create_tenant, handlers::list_tenants))
         .routes(routes!(handlers::get_tenant, handlers::update_tenant))

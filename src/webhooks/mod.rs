@@ -65,12 +65,6 @@ impl crate::jobs::JobKind for WebhookDelivery {
 
 pub fn routes() -> OpenApiRouter<AppState> {
     let router = OpenApiRouter::new();
-    // Undocumented on purpose: it exists only in benchmark builds.
-    #[cfg(feature = "bench-routes")]
-    let router = router.route(
-        "/_bench/stores/{store_id}/events",
-        axum::routing::post(handlers::emit_for_bench),
-    );
     router
         .routes(routes!(handlers::list_webhooks, handlers::create_webhook))
         .routes(routes!(
