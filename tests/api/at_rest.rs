@@ -18,30 +18,10 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Signs in with TOTP, regenerates the recovery codes and returns them.
-async fn recovery_codes(app: &TestApp, email: &str) -> Vec<String> {
-    let (token, _) = app.with_totp(email).await;
-    let r = app
-        .call(
-            reqwest::Method::POST,
-            "/v1/me/2fa/recovery-codes",
-            &token,
-            None,
-        )
-        .await;
-    r.expect(200);
-    r.body["codes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn hmac_key_lives_beside_the_sealing_key_not_in_the_database() {
     let app = spawn_app().await;
-    let codes = recovery_codes(&app, "ana@example.com").await;
+    let (_, codes) = app.recovery_codes("ana@example.com").await;
     let file = app.data_dir.path().join("hmac.key");
     let keys = std::fs::read(&file).expect("hmac.key beside secrets.key");
     assert_eq!(keys.len(), 64, "the cursor key and the hmac key");
@@ -57,7 +37,7 @@ async fn hmac_key_lives_beside_the_sealing_key_not_in_the_database() {
 #[tokio::test]
 async fn hmac_key_of_an_upgraded_database_moves_to_the_file_and_recovery_codes_stay_valid() {
     let app = spawn_app().await;
-    let codes = recovery_codes(&app, "ana@example.com").await;
+    let (_, codes) = app.recovery_codes("ana@example.com").await;
     for i in 0..2 {
         app.seed_owner(&format!("t{i}@example.com"), &format!("T {i}"))
             .await;
@@ -379,14 +359,7 @@ async fn sealed_idempotent_responses_end_with_the_24_hour_window() {
 
     app.clock
         .advance(Duration::hours(24) + Duration::seconds(1));
-    let now = app.clock_now();
-    app.state
-        .db
-        .write(move |tx| merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Cleanup, now))
-        .await
-        .unwrap();
-    let ran = merchant_admin::jobs::run_once(&app.state).await.unwrap();
-    assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
+    app.run_cleanup().await;
     assert_eq!(
         app.count("SELECT COUNT(*) FROM idempotency_keys WHERE key = 'tok-1'")
             .await,

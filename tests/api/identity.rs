@@ -645,14 +645,7 @@ async fn cleanup_removes_what_can_never_be_used_again() {
     app.clock.advance(Duration::days(31));
     let live = app.login_as("ana@example.com", "still here").await.body;
 
-    let now = app.clock_now();
-    app.state
-        .db
-        .write(move |tx| merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Cleanup, now))
-        .await
-        .unwrap();
-    let ran = merchant_admin::jobs::run_once(&app.state).await.unwrap();
-    assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
+    app.run_cleanup().await;
     // The cleanup deletes rows the API already hides (expired sessions, old failures).
     assert_eq!(app.count("SELECT COUNT(*) FROM sign_in_failures").await, 0);
     assert_eq!(

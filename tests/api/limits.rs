@@ -250,16 +250,7 @@ async fn sigterm_exits_within_the_shutdown_timeout_with_a_webhook_in_flight() {
         "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
     )];
     let mut first = start(dir.path(), &args, &env);
-    let r = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .post(format!("http://{}/v1/auth/register", first.addr))
-        .json(&serde_json::json!({"email": "a@example.com", "password": "correct horse battery"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    assert_eq!(crate::support::process::register(first.addr).await, 201);
     rx.wait_for(1).await; // the delivery is in flight
     let _mid = request_mid_body(first.addr).await;
     tokio::time::sleep(Duration::from_millis(200)).await;

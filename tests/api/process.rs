@@ -155,16 +155,7 @@ async fn a_pending_webhook_retry_survives_kill_9() {
         "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
     )];
     let mut first = start(dir.path(), &args, &env);
-    let r = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .post(format!("http://{}/v1/auth/register", first.addr))
-        .json(&serde_json::json!({"email": "a@example.com", "password": "correct horse battery"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    assert_eq!(crate::support::process::register(first.addr).await, 201);
     rx.wait_for(1).await;
     // Wait until the failed attempt and its retry are recorded, then kill.
     let db = merchant_admin::db::db_path(dir.path());

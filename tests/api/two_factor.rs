@@ -239,22 +239,7 @@ async fn recovery_codes_sign_in_once_each() {
     .await
     .expect_error(409, "conflict");
 
-    let (token, _) = app.with_totp("ana@example.com").await;
-    let r = app
-        .call(
-            reqwest::Method::POST,
-            "/v1/me/2fa/recovery-codes",
-            &token,
-            None,
-        )
-        .await;
-    r.expect(200);
-    let codes: Vec<String> = r.body["codes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_string())
-        .collect();
+    let (token, codes) = app.recovery_codes("ana@example.com").await;
     assert_eq!(codes.len(), 10);
     assert_eq!(
         app.count("SELECT COUNT(*) FROM recovery_codes").await,

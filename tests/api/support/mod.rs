@@ -167,6 +167,18 @@ impl TestApp {
         .await;
     }
 
+    /// Enqueues the periodic cleanup at the test clock's time and runs it.
+    pub async fn run_cleanup(&self) {
+        let now = self.clock_now();
+        self.state
+            .db
+            .write(move |tx| merchant_admin::jobs::enqueue(tx, &merchant_admin::jobs::Cleanup, now))
+            .await
+            .unwrap();
+        let ran = merchant_admin::jobs::run_once(&self.state).await.unwrap();
+        assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
+    }
+
     pub fn clock_now(&self) -> chrono::DateTime<Utc> {
         use merchant_admin::clock::Clock;
         self.clock.now()

@@ -107,3 +107,17 @@ pub fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Registers `a@example.com` on a server the test started as a process; the status.
+pub async fn register(addr: std::net::SocketAddr) -> reqwest::StatusCode {
+    reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("http://{addr}/v1/auth/register"))
+        .json(&serde_json::json!({"email": "a@example.com", "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+}

@@ -48,6 +48,27 @@ impl TestApp {
     }
 
     /// Signs up, signs in and turns TOTP on; returns (session token, TOTP secret).
+    /// Signs in with TOTP on and regenerates the recovery codes: (session token, codes).
+    pub async fn recovery_codes(&self, email: &str) -> (String, Vec<String>) {
+        let (token, _) = self.with_totp(email).await;
+        let r = self
+            .call(
+                reqwest::Method::POST,
+                "/v1/me/2fa/recovery-codes",
+                &token,
+                None,
+            )
+            .await;
+        r.expect(200);
+        let codes = r.body["codes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
+        (token, codes)
+    }
+
     pub async fn with_totp(&self, email: &str) -> (String, String) {
         let s = self.signed_in(email).await;
         let token = s["token"].as_str().unwrap().to_string();
