@@ -285,36 +285,6 @@ fn invalid_transition(from: OrderStatus, to: OrderStatus) -> AppError {
     }))
 }
 
-/// The stock side of a status move: fulfilment takes the reserved units off hand,
-/// cancelling releases them.
-pub(super) fn move_stock(
-    tx: &rusqlite::Transaction<'_>,
-    o: &OrderOut,
-    to: OrderStatus,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<(), AppError> {
-    let sign = match to {
-        OrderStatus::Fulfilled => (-1, -1),
-        OrderStatus::Cancelled => (0, -1),
-        _ => return Ok(()),
-    };
-    for item in &o.items {
-        let q = item.quantity;
-        // A variant deleted since the order was placed has no stock left to move.
-        if let Change::Short(level) =
-            stock::change(tx, o.store_id, item.variant_id, sign.0 * q, sign.1 * q, now)?
-        {
-            return Err(AppError::internal(anyhow::anyhow!(
-                "variant {} holds {} reserved, fewer than order {} reserved",
-                level.variant_id,
-                level.reserved,
-                o.id
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// Moves the order along its lifecycle (`status`, one of `allowed_status_transitions`)
 /// and/or changes its note.
 #[utoipa::path(patch, path = "/stores/{store_id}/orders/{order_id}", tag = "orders",
@@ -341,7 +311,7 @@ pub async fn update_order(
                 if !o.status.allowed_next().contains(&to) {
                     return Err(invalid_transition(o.status, to));
                 }
-                move_stock(tx, &o, to, now)?;
+                store::move_stock(tx, &o, to, now)?;
                 if to == OrderStatus::Paid {
                     let provider = payments_cfg.provider_for(o.source == "manual");
                     store::insert_payment(tx, store, id, provider, o.total_cents, now)?;

@@ -135,7 +135,7 @@ fn settle(tx: &Transaction<'_>, held: &HeldRefund, now: DateTime<Utc>) -> Result
         // A paid order still holds its stock; refunded, it will not be fulfilled (the
         // lifecycle has no way back), so the units go back on sale.
         if o.status == OrderStatus::Paid {
-            super::handlers::move_stock(tx, &o, OrderStatus::Cancelled, now)?;
+            store::move_stock(tx, &o, OrderStatus::Cancelled, now)?;
         }
         o.set_status(if full {
             OrderStatus::Refunded

@@ -489,3 +489,38 @@ pub fn tenant_of(c: &Connection, store: StoreId) -> Result<TenantId, AppError> {
             .query_row([store], |r| r.get(0))?,
     )
 }
+
+/// The stock side of a status move: fulfilment takes the reserved units off hand,
+/// cancelling releases them.
+pub fn move_stock(
+    tx: &Transaction<'_>,
+    o: &OrderOut,
+    to: OrderStatus,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let sign = match to {
+        OrderStatus::Fulfilled => (-1, -1),
+        OrderStatus::Cancelled => (0, -1),
+        _ => return Ok(()),
+    };
+    for item in &o.items {
+        let q = item.quantity;
+        // A variant deleted since the order was placed has no stock left to move.
+        if let crate::inventory::store::Change::Short(level) = crate::inventory::store::change(
+            tx,
+            o.store_id,
+            item.variant_id,
+            sign.0 * q,
+            sign.1 * q,
+            now,
+        )? {
+            return Err(AppError::internal(anyhow::anyhow!(
+                "variant {} holds {} reserved, fewer than order {} reserved",
+                level.variant_id,
+                level.reserved,
+                o.id
+            )));
+        }
+    }
+    Ok(())
+}
