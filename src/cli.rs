@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::config::defaults;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "merchant-admin",
@@ -73,7 +75,7 @@ pub struct UserArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DataDirArgs {
     /// Directory holding merchant-admin.db; created if missing.
-    #[arg(long, env = "MERCHANT_ADMIN_DATA_DIR", default_value = "./data")]
+    #[arg(long, env = "MERCHANT_ADMIN_DATA_DIR", default_value = defaults::DATA_DIR)]
     pub data_dir: PathBuf,
 }
 
@@ -92,7 +94,7 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address and port to listen on.
-    #[arg(long, env = "MERCHANT_ADMIN_ADDR", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "MERCHANT_ADMIN_ADDR", default_value_t = defaults::ADDR)]
     pub addr: SocketAddr,
 
     #[command(flatten)]
@@ -103,17 +105,17 @@ pub struct ServeArgs {
         long,
         env = "MERCHANT_ADMIN_LOG_FORMAT",
         value_enum,
-        default_value = "pretty"
+        default_value_t = LogFormat::Pretty
     )]
     pub log_format: LogFormat,
 
     /// Requests per minute allowed to one credential (token or session).
-    #[arg(long, env = "MERCHANT_ADMIN_RATE_LIMIT_AUTHENTICATED", default_value_t = 1200,
+    #[arg(long, env = "MERCHANT_ADMIN_RATE_LIMIT_AUTHENTICATED", default_value_t = defaults::RATE_LIMIT_AUTHENTICATED,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_authenticated: u32,
 
     /// Requests per minute allowed to one client address without credentials.
-    #[arg(long, env = "MERCHANT_ADMIN_RATE_LIMIT_ANONYMOUS", default_value_t = 300,
+    #[arg(long, env = "MERCHANT_ADMIN_RATE_LIMIT_ANONYMOUS", default_value_t = defaults::RATE_LIMIT_ANONYMOUS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_anonymous: u32,
 
@@ -123,26 +125,26 @@ pub struct ServeArgs {
 
     /// Seconds a request may take to arrive whole, head and body, from its first byte: a
     /// late head closes the connection, a late body is answered 408.
-    #[arg(long, env = "MERCHANT_ADMIN_REQUEST_DEADLINE_SECS", default_value_t = 60,
+    #[arg(long, env = "MERCHANT_ADMIN_REQUEST_DEADLINE_SECS", default_value_t = defaults::REQUEST_DEADLINE_SECS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub request_deadline_secs: u32,
 
     /// Connections open at once; further clients wait in the accept queue.
-    #[arg(long, env = "MERCHANT_ADMIN_MAX_CONNECTIONS", default_value_t = 4096,
+    #[arg(long, env = "MERCHANT_ADMIN_MAX_CONNECTIONS", default_value_t = defaults::MAX_CONNECTIONS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
 
     /// Number of background job workers.
-    #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = 2)]
+    #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = defaults::WORKERS)]
     pub workers: usize,
 
     /// Seconds a worker holds a job before another process may take it over.
-    #[arg(long, env = "MERCHANT_ADMIN_JOB_LEASE_SECS", default_value_t = 60,
+    #[arg(long, env = "MERCHANT_ADMIN_JOB_LEASE_SECS", default_value_t = defaults::JOB_LEASE_SECS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub job_lease_secs: u32,
 
     /// Seconds between the scheduler's cleanup runs (expired idempotency keys, old jobs, ...).
-    #[arg(long, env = "MERCHANT_ADMIN_CLEANUP_INTERVAL_SECS", default_value_t = 3600,
+    #[arg(long, env = "MERCHANT_ADMIN_CLEANUP_INTERVAL_SECS", default_value_t = defaults::CLEANUP_INTERVAL_SECS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub cleanup_interval_secs: u32,
 
@@ -153,27 +155,27 @@ pub struct ServeArgs {
         long,
         alias = "shutdown-grace-secs",
         env = "MERCHANT_ADMIN_SHUTDOWN_TIMEOUT_SECS",
-        default_value_t = 10
+        default_value_t = defaults::SHUTDOWN_TIMEOUT_SECS
     )]
     pub shutdown_timeout_secs: u32,
 
     /// Lifetime of a session access token, in seconds.
-    #[arg(long, env = "MERCHANT_ADMIN_ACCESS_TOKEN_TTL_SECS", default_value_t = 86_400,
+    #[arg(long, env = "MERCHANT_ADMIN_ACCESS_TOKEN_TTL_SECS", default_value_t = defaults::ACCESS_TOKEN_TTL_SECS,
           value_parser = clap::value_parser!(u32).range(60..))]
     pub access_token_ttl_secs: u32,
 
     /// Lifetime of an unused refresh token, in seconds (default 30 days).
-    #[arg(long, env = "MERCHANT_ADMIN_REFRESH_TOKEN_TTL_SECS", default_value_t = 2_592_000,
+    #[arg(long, env = "MERCHANT_ADMIN_REFRESH_TOKEN_TTL_SECS", default_value_t = defaults::REFRESH_TOKEN_TTL_SECS,
           value_parser = clap::value_parser!(u32).range(60..))]
     pub refresh_token_ttl_secs: u32,
 
     /// Registrations allowed per client address per hour.
-    #[arg(long, env = "MERCHANT_ADMIN_REGISTER_RATE_LIMIT", default_value_t = 10,
+    #[arg(long, env = "MERCHANT_ADMIN_REGISTER_RATE_LIMIT", default_value_t = defaults::REGISTER_RATE_LIMIT,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub register_rate_limit: u32,
 
     /// Failed sign-ins allowed per e-mail and per client address in 15 minutes.
-    #[arg(long, env = "MERCHANT_ADMIN_SIGN_IN_FAILURE_LIMIT", default_value_t = 10,
+    #[arg(long, env = "MERCHANT_ADMIN_SIGN_IN_FAILURE_LIMIT", default_value_t = defaults::SIGN_IN_FAILURE_LIMIT,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub sign_in_failure_limit: u32,
 
@@ -183,13 +185,13 @@ pub struct ServeArgs {
 
     /// Password hashes that may wait for a hashing thread; past that, sign-ins and password
     /// changes answer 503 with Retry-After.
-    #[arg(long, env = "MERCHANT_ADMIN_HASH_QUEUE_LIMIT", default_value_t = 256,
+    #[arg(long, env = "MERCHANT_ADMIN_HASH_QUEUE_LIMIT", default_value_t = defaults::HASH_QUEUE_LIMIT,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub hash_queue_limit: u32,
 
     /// Database reads (and, separately, writes) that may wait for a database thread; past
     /// that, requests answer 503 with Retry-After.
-    #[arg(long, env = "MERCHANT_ADMIN_DB_QUEUE_LIMIT", default_value_t = 1024,
+    #[arg(long, env = "MERCHANT_ADMIN_DB_QUEUE_LIMIT", default_value_t = defaults::DB_QUEUE_LIMIT,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub db_queue_limit: u32,
 
@@ -199,7 +201,7 @@ pub struct ServeArgs {
         long,
         env = "MERCHANT_ADMIN_MSGAPP_PROVIDER",
         value_enum,
-        default_value = "log"
+        default_value_t = MsgappProvider::Log
     )]
     pub msgapp_provider: MsgappProvider,
 
@@ -219,23 +221,23 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "MERCHANT_ADMIN_MSGAPP_OTP_TEMPLATE",
-        default_value = "login_code"
+        default_value = defaults::MSGAPP_OTP_TEMPLATE
     )]
     pub msgapp_otp_template: String,
 
     /// First webhook retry delay in seconds; later retries double it (10, 20, 40, 80 s).
-    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_RETRY_BASE_SECS", default_value_t = 10,
+    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_RETRY_BASE_SECS", default_value_t = defaults::WEBHOOK_RETRY_BASE_SECS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub webhook_retry_base_secs: u32,
 
     /// Webhook deliveries in flight at once, in all.
-    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_CONCURRENCY", default_value_t = 64,
+    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_CONCURRENCY", default_value_t = defaults::WEBHOOK_CONCURRENCY,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub webhook_concurrency: u16,
 
     /// Webhook deliveries in flight at once to any one webhook, so a slow receiver cannot
     /// hold up the others.
-    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_ENDPOINT_CONCURRENCY", default_value_t = 8,
+    #[arg(long, env = "MERCHANT_ADMIN_WEBHOOK_ENDPOINT_CONCURRENCY", default_value_t = defaults::WEBHOOK_ENDPOINT_CONCURRENCY,
           value_parser = clap::value_parser!(u16).range(1..))]
     pub webhook_endpoint_concurrency: u16,
 
@@ -269,7 +271,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "MERCHANT_ADMIN_DEPRECATION_DATE",
-        default_value = "2026-09-29T00:00:00Z"
+        default_value = defaults::DEPRECATION_DATE
     )]
     pub deprecation_date: String,
 

@@ -8,6 +8,36 @@ use chrono::{DateTime, Utc};
 
 use crate::cli::{LogFormat, ServeArgs};
 
+/// Every default of `serve`, written once: the flags (`crate::cli`) and [`Config::new`] (what
+/// tests and the other commands start from) both read these.
+pub mod defaults {
+    use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+    pub const ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
+    pub const DATA_DIR: &str = "./data";
+    pub const RATE_LIMIT_AUTHENTICATED: u32 = 1200;
+    pub const RATE_LIMIT_ANONYMOUS: u32 = 300;
+    pub const REQUEST_DEADLINE_SECS: u32 = 60;
+    pub const MAX_CONNECTIONS: u32 = 4096;
+    pub const WORKERS: usize = 2;
+    pub const JOB_LEASE_SECS: u32 = 60;
+    pub const CLEANUP_INTERVAL_SECS: u32 = 3600;
+    pub const SHUTDOWN_TIMEOUT_SECS: u32 = 10;
+    pub const ACCESS_TOKEN_TTL_SECS: u32 = 86_400;
+    /// 30 days.
+    pub const REFRESH_TOKEN_TTL_SECS: u32 = 2_592_000;
+    pub const REGISTER_RATE_LIMIT: u32 = 10;
+    pub const SIGN_IN_FAILURE_LIMIT: u32 = 10;
+    pub const HASH_QUEUE_LIMIT: u32 = 256;
+    pub const DB_QUEUE_LIMIT: u32 = crate::db::DEFAULT_QUEUE_LIMIT;
+    pub const MSGAPP_OTP_TEMPLATE: &str = "login_code";
+    pub const WEBHOOK_RETRY_BASE_SECS: u32 = 10;
+    pub const WEBHOOK_CONCURRENCY: u16 = 64;
+    pub const WEBHOOK_ENDPOINT_CONCURRENCY: u16 = 8;
+    /// When unversioned paths were deprecated (RFC 3339).
+    pub const DEPRECATION_DATE: &str = "2026-09-29T00:00:00Z";
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub addr: SocketAddr,
@@ -101,38 +131,41 @@ pub enum MsgappConfig {
 impl Config {
     /// Defaults for a data directory; what `serve` uses when no flag is given.
     pub fn new(data_dir: PathBuf) -> Self {
+        use defaults as d;
+        let secs = |s: u32| Duration::from_secs(s.into());
         Self {
-            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            addr: d::ADDR,
             data_dir,
             log_format: LogFormat::Pretty,
-            rate_limit_authenticated: 1200,
-            rate_limit_anonymous: 300,
+            rate_limit_authenticated: d::RATE_LIMIT_AUTHENTICATED,
+            rate_limit_anonymous: d::RATE_LIMIT_ANONYMOUS,
             trust_proxy: false,
-            workers: 2,
-            job_lease: Duration::from_secs(60),
-            cleanup_interval: Duration::from_secs(3600),
-            shutdown_grace: Duration::from_secs(10),
-            deprecation_date: DateTime::from_timestamp(1_790_640_000, 0).unwrap_or_default(),
+            workers: d::WORKERS,
+            job_lease: secs(d::JOB_LEASE_SECS),
+            cleanup_interval: secs(d::CLEANUP_INTERVAL_SECS),
+            shutdown_grace: secs(d::SHUTDOWN_TIMEOUT_SECS),
+            deprecation_date: parse_date("deprecation-date", d::DEPRECATION_DATE)
+                .expect("the default deprecation date is RFC 3339"),
             sunset_date: None,
             idempotency_ttl: chrono::Duration::hours(24),
             body_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(30),
-            request_deadline: Duration::from_secs(60),
-            max_connections: 4096,
-            access_token_ttl: chrono::Duration::seconds(86_400),
-            refresh_token_ttl: chrono::Duration::days(30),
-            register_per_hour: 10,
-            sign_in_failures: 10,
+            request_deadline: secs(d::REQUEST_DEADLINE_SECS),
+            max_connections: d::MAX_CONNECTIONS as usize,
+            access_token_ttl: chrono::Duration::seconds(d::ACCESS_TOKEN_TTL_SECS.into()),
+            refresh_token_ttl: chrono::Duration::seconds(d::REFRESH_TOKEN_TTL_SECS.into()),
+            register_per_hour: d::REGISTER_RATE_LIMIT,
+            sign_in_failures: d::SIGN_IN_FAILURE_LIMIT,
             sign_in_window: chrono::Duration::minutes(15),
             hash_workers: default_hash_workers(),
-            hash_queue_limit: 256,
-            db_queue_limit: crate::db::DEFAULT_QUEUE_LIMIT,
+            hash_queue_limit: d::HASH_QUEUE_LIMIT as usize,
+            db_queue_limit: d::DB_QUEUE_LIMIT as usize,
             msgapp: MsgappConfig::Log,
-            webhook_retry_base: Duration::from_secs(10),
+            webhook_retry_base: secs(d::WEBHOOK_RETRY_BASE_SECS),
             webhook_timeout: Duration::from_secs(30),
             webhook_poll: Duration::from_secs(1),
-            webhook_concurrency: 64,
-            webhook_endpoint_concurrency: 8,
+            webhook_concurrency: d::WEBHOOK_CONCURRENCY.into(),
+            webhook_endpoint_concurrency: d::WEBHOOK_ENDPOINT_CONCURRENCY.into(),
             allow_private_webhook_targets: false,
             platform_webhook: None,
             payments: crate::orders::payments::PaymentsConfig::Manual,
@@ -140,10 +173,6 @@ impl Config {
     }
 
     pub fn from_serve_args(a: &ServeArgs) -> anyhow::Result<Self> {
-        let date = |flag: &str, v: &str| {
-            crate::time::parse(v)
-                .ok_or_else(|| anyhow::anyhow!("--{flag}: {v:?} is not an RFC 3339 timestamp"))
-        };
         Ok(Self {
             addr: a.addr,
             log_format: a.log_format,
@@ -170,11 +199,11 @@ impl Config {
             allow_private_webhook_targets: a.allow_private_webhook_targets,
             platform_webhook: platform_webhook(a)?,
             payments: payments_config(a)?,
-            deprecation_date: date("deprecation-date", &a.deprecation_date)?,
+            deprecation_date: parse_date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date
                 .as_deref()
-                .map(|v| date("sunset-date", v))
+                .map(|v| parse_date("sunset-date", v))
                 .transpose()?,
             ..Self::new(a.data.data_dir.clone())
         })
@@ -189,6 +218,11 @@ impl Config {
     pub fn db_path(&self) -> PathBuf {
         crate::db::db_path(&self.data_dir)
     }
+}
+
+fn parse_date(flag: &str, v: &str) -> anyhow::Result<DateTime<Utc>> {
+    crate::time::parse(v)
+        .ok_or_else(|| anyhow::anyhow!("--{flag}: {v:?} is not an RFC 3339 timestamp"))
 }
 
 /// Half the cores (at least one): password hashing never takes the whole machine, so other
@@ -281,5 +315,27 @@ fn platform_webhook(a: &ServeArgs) -> anyhow::Result<Option<PlatformWebhook>> {
         (None, Some(_)) => {
             anyhow::bail!("--platform-webhook-secret needs --platform-webhook-url")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    /// `serve` with no flag runs with exactly what `Config::new` gives tests and commands.
+    #[test]
+    fn serve_without_flags_is_config_new() {
+        let Command::Serve(args) = Cli::try_parse_from(["merchant-admin", "serve"])
+            .unwrap()
+            .command
+        else {
+            panic!("not serve")
+        };
+        let from_flags = Config::from_serve_args(&args).unwrap();
+        let new = Config::new(PathBuf::from(defaults::DATA_DIR));
+        assert_eq!(format!("{from_flags:?}"), format!("{new:?}"));
     }
 }

@@ -34,7 +34,7 @@ const READERS: u32 = 8;
 
 /// Reads (and, separately, writes) that may wait for a database thread before callers are
 /// answered 503 (`--db-queue-limit`).
-pub const DEFAULT_QUEUE_LIMIT: usize = 1024;
+pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
 
 /// How much of the database file each connection maps into memory.
 const MMAP_BYTES: i64 = 1 << 30;
@@ -187,7 +187,7 @@ pub struct Db {
 impl Db {
     /// Opens the database file (creating it), runs migrations, and builds the reader pool.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
-        Self::open_with_queue(path, DEFAULT_QUEUE_LIMIT)
+        Self::open_with_queue(path, DEFAULT_QUEUE_LIMIT as usize)
     }
 
     /// [`Db::open`] with room for `queue_limit` reads and as many writes waiting for a
