@@ -91,7 +91,7 @@ fn job_registry() -> crate::jobs::Registry {
         crate::orders::refunds::check(&st, job.refund_id).await
     });
     r.purge("idempotency keys", |tx, now, _| {
-        crate::http::idempotency::purge_expired(tx, now)
+        crate::db::idempotency::purge_expired(tx, now)
     });
     r.purge("sign-in leftovers", |tx, now, cfg| {
         crate::auth::store::purge(tx, now, cfg.sign_in_window)

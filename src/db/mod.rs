@@ -12,6 +12,7 @@
 //!   which was a tenth of a list request's CPU.
 
 pub mod backup;
+pub mod idempotency;
 pub mod keys;
 pub mod migrate;
 pub mod rendered;
@@ -291,6 +292,30 @@ impl Db {
     {
         let readers = self.readers.clone();
         self.read_threads.run(move || f(&*readers.get()?)).await?
+    }
+
+    /// The one reader trip of a keyset-paged list: `rows` after the position `after` (the
+    /// caller has checked the cursor it came from), and `total` when the list asks for it.
+    pub async fn read_page<R, Rows, Total>(
+        &self,
+        after: Option<rendered::Position>,
+        include_total: bool,
+        rows: Rows,
+        total: Total,
+    ) -> Result<(R, Option<i64>), AppError>
+    where
+        R: Send + 'static,
+        Rows: FnOnce(&Connection, Option<&rendered::Position>) -> Result<R, AppError>
+            + Send
+            + 'static,
+        Total: FnOnce(&Connection) -> Result<i64, AppError> + Send + 'static,
+    {
+        self.read(move |c| {
+            let found = rows(c, after.as_ref())?;
+            let count = include_total.then(|| total(c)).transpose()?;
+            Ok((found, count))
+        })
+        .await
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer, off the async runtime.

@@ -29,16 +29,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, stream};
 use http_body_util::BodyExt;
-use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::rate_limit::CredentialId;
 use super::trace::ClientAddr;
+use crate::db::idempotency::{self as store, Begin, Stored};
 use crate::error::{AppError, ErrorCode};
 use crate::state::AppState;
-use crate::time;
 
 pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED: &str = "idempotent-replayed";
@@ -89,21 +87,6 @@ fn sealed_aad(scope: &str, key: &str) -> String {
     format!("idempotency_keys:{scope}\n{key}")
 }
 
-enum Begin {
-    /// This request owns the marker, identified by its lock token.
-    Started(String),
-    InProgress,
-    Mismatch,
-    Replay(Stored),
-}
-
-struct Stored {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    sealed: bool,
-}
-
 pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
         return next.run(req).await;
@@ -152,7 +135,7 @@ pub async fn idempotency(State(st): State<AppState>, req: Request, next: Next) -
     let (s, k) = (scope.clone(), key.clone());
     let begun = st
         .db
-        .write(move |tx| begin(tx, &s, &k, &hash, now, ttl))
+        .write(move |tx| store::begin(tx, &s, &k, &hash, now, ttl, STALE_MARKER))
         .await;
     match begun {
         Err(e) => e.into_response(),
@@ -246,16 +229,7 @@ impl Marker {
         let token = self.token.clone();
         async move {
             let res = db
-                .write_to_finish(move |tx| {
-                    crate::db::exec(
-                        tx,
-                        "DELETE FROM idempotency_keys
-                         WHERE scope = ?1 AND key = ?2 AND lock_token = ?3
-                           AND status IS NULL",
-                        params![scope, key, token],
-                    )?;
-                    Ok(())
-                })
+                .write_to_finish(move |tx| store::remove_marker(tx, &scope, &key, &token))
                 .await;
             if let Err(e) = res {
                 tracing::warn!(error = %e, "could not remove an idempotency marker");
@@ -322,16 +296,13 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
         .st
         .db
         .write_to_finish(move |tx| {
-            // Only the owner of the marker stores its response.
-            let n = crate::db::exec(
-                tx,
-                "UPDATE idempotency_keys
-                 SET status = ?4, response_headers = ?5, response_body = ?6,
-                     response_sealed = ?7
-                 WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND status IS NULL",
-                params![scope, key, token, status, headers_json, stored_body, sealed],
-            )?;
-            Ok(n == 1)
+            let response = store::Stored {
+                status,
+                headers: headers_json,
+                body: stored_body,
+                sealed,
+            };
+            store::save_response(tx, &scope, &key, &token, &response)
         })
         .await;
     match saved {
@@ -342,82 +313,14 @@ async fn finish(guard: &mut Marker, res: Response) -> Response {
     Response::from_parts(parts, Body::from(body))
 }
 
-fn begin(
-    tx: &Transaction<'_>,
-    scope: &str,
-    key: &str,
-    hash: &[u8],
-    now: DateTime<Utc>,
-    ttl: chrono::Duration,
-) -> Result<Begin, AppError> {
-    let row = tx
-        .query_row(
-            "SELECT request_hash, status, response_headers, response_body, created_at, expires_at,
-                    response_sealed
-             FROM idempotency_keys WHERE scope = ?1 AND key = ?2",
-            params![scope, key],
-            |r| {
-                Ok((
-                    r.get::<_, Vec<u8>>(0)?,
-                    r.get::<_, Option<u16>>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<Vec<u8>>>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, bool>(6)?,
-                ))
-            },
-        )
-        .optional()?;
-    let now_s = time::format(now);
-    let start = |tx: &Transaction<'_>| -> Result<Begin, AppError> {
-        let token = uuid::Uuid::new_v4().to_string();
-        crate::db::exec(
-            tx,
-            "INSERT OR REPLACE INTO idempotency_keys
-                 (scope, key, request_hash, lock_token, created_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![scope, key, hash, token, now_s, time::format(now + ttl)],
-        )?;
-        Ok(Begin::Started(token))
-    };
-    let Some((stored_hash, status, headers, body, created_at, expires_at, sealed)) = row else {
-        return start(tx);
-    };
-    if expires_at <= now_s {
-        return start(tx);
-    }
-    if stored_hash != hash {
-        return Ok(Begin::Mismatch);
-    }
-    match status {
-        Some(status) => Ok(Begin::Replay(Stored {
-            status,
-            headers: headers
-                .and_then(|h| serde_json::from_str(&h).ok())
-                .unwrap_or_default(),
-            body: body.unwrap_or_default(),
-            sealed,
-        })),
-        None => {
-            let stale = time::parse(&created_at).is_none_or(|t| {
-                now - t > chrono::Duration::from_std(STALE_MARKER).unwrap_or_default()
-            });
-            if stale {
-                start(tx)
-            } else {
-                Ok(Begin::InProgress)
-            }
-        }
-    }
-}
-
 fn replay(stored: Stored) -> Response {
     let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
     let mut res = (status, Bytes::from(stored.body)).into_response();
     let headers = res.headers_mut();
     headers.remove(header::CONTENT_TYPE);
-    for (name, value) in stored.headers {
+    let stored_headers: Vec<(String, String)> =
+        serde_json::from_str(&stored.headers).unwrap_or_default();
+    for (name, value) in stored_headers {
         if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
             headers.append(n, v);
         }
@@ -449,13 +352,4 @@ fn is_multipart(h: &HeaderMap) -> bool {
 
 fn declared_len(h: &HeaderMap) -> Option<usize> {
     h.get(header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
-}
-
-/// Deletes expired records (run by the cleanup job).
-pub fn purge_expired(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
-    Ok(crate::db::exec(
-        tx,
-        "DELETE FROM idempotency_keys WHERE expires_at <= ?1",
-        [time::format(now)],
-    )?)
 }
