@@ -16,7 +16,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<TokenOut> {
     Ok(TokenOut {
         id: r.get(0)?,
         name: r.get(1)?,
-        scopes: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
+        scopes: crate::db::json_column(r, 2)?,
         last4: r.get(3)?,
         created_by: r.get(4)?,
         created_at: r.get(5)?,

@@ -260,7 +260,7 @@ fn product_row(r: &Row<'_>) -> rusqlite::Result<ProductOut> {
         slug: r.get(3)?,
         description: r.get(4)?,
         status: crate::db::parse_column(r, 5, ProductStatus::parse)?,
-        tags: serde_json::from_str(&r.get::<_, String>(6)?).unwrap_or_default(),
+        tags: crate::db::json_column(r, 6)?,
         rating_average: average,
         rating_count: count,
         created_at: r.get(9)?,

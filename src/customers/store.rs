@@ -20,7 +20,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<CustomerOut> {
         name: r.get(2)?,
         email: r.get(3)?,
         phone: r.get(4)?,
-        addresses: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+        addresses: crate::db::json_column(r, 5)?,
         accepts_marketing: r.get(6)?,
         orders_count: r.get(7)?,
         total_spent_cents: r.get(8)?,

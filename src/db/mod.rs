@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::hooks::Action;
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::Notify;
 
 use crate::error::AppError;
@@ -149,6 +149,18 @@ pub fn parse_column<T>(
             rusqlite::types::Type::Text,
             format!("{raw:?} is not a value this column holds").into(),
         )
+    })
+}
+
+/// Reads column `i` as JSON text we stored: one that does not parse is an internal error,
+/// never an empty default (a token's lost scopes are not "no scopes").
+pub fn json_column<T: serde::de::DeserializeOwned>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+) -> rusqlite::Result<T> {
+    let raw = r.get_ref(i)?.as_str()?;
+    serde_json::from_str(raw).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into())
     })
 }
 
@@ -407,51 +419,6 @@ pub fn where_clause(base: &str, filters: &[(bool, &str, &str)]) -> String {
         }
     }
     sql
-}
-
-/// Row `id` of `table` (orders, reviews) as the API shows it, if it belongs to `store`.
-pub fn rendered_by_id(
-    c: &Connection,
-    table: &str,
-    store: crate::ids::StoreId,
-    id: &dyn rusqlite::ToSql,
-) -> Result<Option<crate::db::rendered::RenderedJson>, AppError> {
-    let sql = format!("SELECT rendered FROM {table} WHERE store_id = ?1 AND id = ?2");
-    Ok(c.prepare_cached(&sql)?
-        .query_row(rusqlite::params![store, id], |r| {
-            r.get(0).map(crate::db::rendered::RenderedJson)
-        })
-        .optional()?)
-}
-
-/// A newest-first page of a table that stores its rows' API JSON in `rendered` (orders,
-/// reviews): the rows of `table` matching `filter` (its `?1` to `?3` bound to `filters`),
-/// after the keyset position `after`, appended to `page`.
-pub fn rendered_newest_first(
-    c: &Connection,
-    table: &str,
-    filter: &str,
-    filters: [&dyn rusqlite::ToSql; 3],
-    after: Option<&crate::db::rendered::Position>,
-    page: &mut crate::db::rendered::RenderedRows,
-    offset: i64,
-) -> Result<(), AppError> {
-    let (at, id) = after
-        .cloned()
-        .unwrap_or_else(|| ("9999".into(), String::new()));
-    let sql = format!(
-        "SELECT created_at, id, rendered FROM {table} WHERE {filter} AND (created_at, id) < (?4, ?5)
-         ORDER BY created_at DESC, id DESC LIMIT {} OFFSET ?6",
-        page.fetch()
-    );
-    let [f1, f2, f3] = filters;
-    let mut stmt = c.prepare_cached(&sql)?;
-    let mut found = stmt.query(rusqlite::params![f1, f2, f3, at, id, offset])?;
-    while let Some(r) = found.next()? {
-        let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
-        page.push(json, || Ok::<_, rusqlite::Error>((r.get(0)?, r.get(1)?)))?;
-    }
-    Ok(())
 }
 
 /// A `LIKE ... ESCAPE '\'` pattern matching text that contains `s`, with `%` and `_` in

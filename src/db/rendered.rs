@@ -1,6 +1,11 @@
 //! Rows the database keeps already rendered as JSON (orders, reviews), and the keyset
 //! position lists page on. Storage fills these; `http::page` answers them.
 
+use rusqlite::{Connection, OptionalExtension, ToSql, params};
+
+use crate::error::AppError;
+use crate::ids::StoreId;
+
 /// The keyset position of the "newest first" lists: a timestamp and an id, as text.
 pub type Position = (String, String);
 
@@ -76,5 +81,87 @@ impl RenderedRows {
             body.truncate(self.ends[self.limit - 1]);
         }
         (body, has_more)
+    }
+}
+
+/// A table that keeps each row's API JSON in `rendered` (orders, reviews), listed newest
+/// first by store, filtered by `status` and by one id column (an order's customer, a
+/// review's product).
+#[derive(Clone, Copy)]
+pub struct RenderedTable {
+    pub table: &'static str,
+    /// The id column the list filters on.
+    pub by: &'static str,
+}
+
+impl RenderedTable {
+    /// Row `id` as the API shows it, if it belongs to `store`.
+    pub fn get(
+        self,
+        c: &Connection,
+        store: StoreId,
+        id: &dyn ToSql,
+    ) -> Result<Option<RenderedJson>, AppError> {
+        let sql = format!(
+            "SELECT rendered FROM {} WHERE store_id = ?1 AND id = ?2",
+            self.table
+        );
+        Ok(c.prepare_cached(&sql)?
+            .query_row(params![store, id], |r| r.get(0).map(RenderedJson))
+            .optional()?)
+    }
+
+    /// The WHERE clause of the filters in use; `?1` is the store, `?2` the status, `?3` the id.
+    fn filter(self, status: Option<&str>, by: Option<&dyn ToSql>) -> String {
+        super::where_clause(
+            "store_id = ?1",
+            &[
+                (status.is_some(), "status = ?2", "?2"),
+                (by.is_some(), &format!("{} = ?3", self.by), "?3"),
+            ],
+        )
+    }
+
+    /// The page after the keyset position `after`, appended to `page`.
+    pub fn list(
+        self,
+        c: &Connection,
+        (store, status, by): (StoreId, Option<&str>, Option<&dyn ToSql>),
+        after: Option<&Position>,
+        page: &mut RenderedRows,
+        offset: i64,
+    ) -> Result<(), AppError> {
+        let (at, id) = after
+            .cloned()
+            .unwrap_or_else(|| ("9999".into(), String::new()));
+        let sql = format!(
+            "SELECT created_at, id, rendered FROM {} WHERE {} AND (created_at, id) < (?4, ?5)
+             ORDER BY created_at DESC, id DESC LIMIT {} OFFSET ?6",
+            self.table,
+            self.filter(status, by),
+            page.fetch()
+        );
+        let mut stmt = c.prepare_cached(&sql)?;
+        let mut found = stmt.query(params![store, status, by, at, id, offset])?;
+        while let Some(r) = found.next()? {
+            let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
+            page.push(json, || Ok::<_, rusqlite::Error>((r.get(0)?, r.get(1)?)))?;
+        }
+        Ok(())
+    }
+
+    /// How many rows the same filters match.
+    pub fn count(
+        self,
+        c: &Connection,
+        (store, status, by): (StoreId, Option<&str>, Option<&dyn ToSql>),
+    ) -> Result<i64, AppError> {
+        let sql = format!(
+            "SELECT COUNT(*) FROM {} WHERE {}",
+            self.table,
+            self.filter(status, by)
+        );
+        Ok(c.prepare_cached(&sql)?
+            .query_row(params![store, status, by], |r| r.get(0))?)
     }
 }

@@ -42,18 +42,27 @@ pub async fn limit_headers(req: Request, next: Next) -> Response {
 pub struct TraceId(pub String);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TraceId {
-    type Rejection = std::convert::Infallible;
+    type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
         _: &S,
-    ) -> Result<Self, Self::Rejection> {
-        Ok(parts
-            .extensions
-            .get::<TraceId>()
-            .cloned()
-            .unwrap_or(TraceId(String::new())))
+    ) -> Result<Self, AppError> {
+        set_by_layers(parts)
     }
+}
+
+/// A request extension the outer layers set on every request. Missing, a route was mounted
+/// outside them: an internal error rather than a made-up value a budget would be charged to.
+fn set_by_layers<T: Clone + Send + Sync + 'static>(
+    parts: &axum::http::request::Parts,
+) -> Result<T, AppError> {
+    parts.extensions.get::<T>().cloned().ok_or_else(|| {
+        AppError::internal(anyhow::anyhow!(
+            "{} is missing: the route is outside the request layers",
+            std::any::type_name::<T>()
+        ))
+    })
 }
 
 /// The client's address: the socket peer, or the last `X-Forwarded-For` hop with
@@ -85,17 +94,13 @@ pub fn budget_key(ip: IpAddr) -> String {
 }
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
-    type Rejection = std::convert::Infallible;
+    type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
         _: &S,
-    ) -> Result<Self, Self::Rejection> {
-        Ok(parts
-            .extensions
-            .get::<ClientAddr>()
-            .copied()
-            .unwrap_or(ClientAddr(IpAddr::from([127, 0, 0, 1]))))
+    ) -> Result<Self, AppError> {
+        set_by_layers(parts)
     }
 }
 

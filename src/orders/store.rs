@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{OrderItem, OrderOut, OrderStatus, PaymentOut, RefundOut};
-use crate::db::rendered::{Position, RenderedJson, RenderedRows};
+use crate::db::rendered::{Position, RenderedJson, RenderedRows, RenderedTable};
 use crate::error::AppError;
 use crate::ids::{CustomerId, OrderId, PaymentId, RefundId, StoreId, TenantId, UserId};
 use crate::time;
@@ -63,9 +63,7 @@ const COLUMNS: &str = "id, store_id, number, customer_id, source, items, subtota
     created_at, updated_at";
 
 fn order_row(r: &Row<'_>) -> rusqlite::Result<OrderOut> {
-    let items: Vec<OrderItem> = serde_json::from_str(&r.get::<_, String>(5)?).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, e.into())
-    })?;
+    let items: Vec<OrderItem> = crate::db::json_column(r, 5)?;
     let status = crate::db::parse_column(r, 12, OrderStatus::parse)?;
     Ok(OrderOut {
         id: r.get(0)?,
@@ -154,18 +152,14 @@ pub fn get_rendered(
     store: StoreId,
     id: OrderId,
 ) -> Result<Option<RenderedJson>, AppError> {
-    crate::db::rendered_by_id(c, "orders", store, &id)
+    TABLE.get(c, store, &id)
 }
 
-fn filter(status: Option<OrderStatus>, customer: Option<CustomerId>) -> String {
-    crate::db::where_clause(
-        "store_id = ?1",
-        &[
-            (status.is_some(), "status = ?2", "?2"),
-            (customer.is_some(), "customer_id = ?3", "?3"),
-        ],
-    )
-}
+/// The store's orders, newest first, filtered by status and customer (and looked up by id).
+const TABLE: RenderedTable = RenderedTable {
+    table: "orders",
+    by: "customer_id",
+};
 
 /// A page of the store's orders, newest first, appended to `page`.
 pub fn list(
@@ -177,11 +171,10 @@ pub fn list(
     page: &mut RenderedRows,
     offset: i64,
 ) -> Result<(), AppError> {
-    crate::db::rendered_newest_first(
+    let by = customer.as_ref().map(|x| x as &dyn rusqlite::ToSql);
+    TABLE.list(
         c,
-        "orders",
-        &filter(status, customer),
-        [&store, &status.map(OrderStatus::as_str), &customer],
+        (store, status.map(OrderStatus::as_str), by),
         after,
         page,
         offset,
@@ -194,14 +187,8 @@ pub fn count(
     status: Option<OrderStatus>,
     customer: Option<CustomerId>,
 ) -> Result<i64, AppError> {
-    let sql = format!(
-        "SELECT COUNT(*) FROM orders WHERE {}",
-        filter(status, customer)
-    );
-    Ok(c.prepare_cached(&sql)?.query_row(
-        params![store, status.map(OrderStatus::as_str), customer],
-        |r| r.get(0),
-    )?)
+    let by = customer.as_ref().map(|x| x as &dyn rusqlite::ToSql);
+    TABLE.count(c, (store, status.map(OrderStatus::as_str), by))
 }
 
 /// Keeps a customer's `orders_count` and `total_spent_cents`.

@@ -3,7 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::model::{ReviewOut, ReviewStatus};
-use crate::db::rendered::{Position, RenderedJson, RenderedRows};
+use crate::db::rendered::{Position, RenderedJson, RenderedRows, RenderedTable};
 use crate::error::AppError;
 use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
 
@@ -40,7 +40,7 @@ pub fn get_rendered(
     store: StoreId,
     id: ReviewId,
 ) -> Result<Option<RenderedJson>, AppError> {
-    crate::db::rendered_by_id(c, "reviews", store, &id)
+    TABLE.get(c, store, &id)
 }
 
 /// Moves a review to `status`; false when the store has no such review in another status.
@@ -94,15 +94,11 @@ pub fn purchase(
     .optional()?)
 }
 
-fn filter(status: Option<ReviewStatus>, product: Option<ProductId>) -> String {
-    crate::db::where_clause(
-        "store_id = ?1",
-        &[
-            (status.is_some(), "status = ?2", "?2"),
-            (product.is_some(), "product_id = ?3", "?3"),
-        ],
-    )
-}
+/// The store's reviews, newest first, filtered by status and product (and looked up by id).
+const TABLE: RenderedTable = RenderedTable {
+    table: "reviews",
+    by: "product_id",
+};
 
 /// A page of the store's reviews, newest first, appended to `page`.
 pub fn list(
@@ -114,11 +110,10 @@ pub fn list(
     page: &mut RenderedRows,
     offset: i64,
 ) -> Result<(), AppError> {
-    crate::db::rendered_newest_first(
+    let by = product.as_ref().map(|x| x as &dyn rusqlite::ToSql);
+    TABLE.list(
         c,
-        "reviews",
-        &filter(status, product),
-        [&store, &status.map(ReviewStatus::as_str), &product],
+        (store, status.map(ReviewStatus::as_str), by),
         after,
         page,
         offset,
@@ -131,15 +126,9 @@ pub fn count(
     status: Option<ReviewStatus>,
     product: Option<ProductId>,
 ) -> Result<i64, AppError> {
-    if product.is_some() {
-        let sql = format!(
-            "SELECT COUNT(*) FROM reviews WHERE {}",
-            filter(status, product)
-        );
-        return Ok(c.prepare_cached(&sql)?.query_row(
-            params![store, status.map(ReviewStatus::as_str), product],
-            |r| r.get(0),
-        )?);
+    if let Some(product) = &product {
+        let by = Some(product as &dyn rusqlite::ToSql);
+        return TABLE.count(c, (store, status.map(ReviewStatus::as_str), by));
     }
     Ok(c.prepare_cached(
         "SELECT COALESCE(SUM(n), 0) FROM review_counts

@@ -86,6 +86,27 @@ fn organization_owner() -> AppError {
     )
 }
 
+/// Whether the caller may give `user` the role `to` (None: remove them): not an owner of the
+/// organization, a member the caller may touch, and never the store's last owner leaving.
+fn may_change(
+    tx: &rusqlite::Transaction<'_>,
+    scope: &StoreScope,
+    user: UserId,
+    to: Option<Role>,
+) -> Result<(), AppError> {
+    let store_id = scope.store_id;
+    if store::is_organization_owner(tx, store_id, user)? {
+        return Err(organization_owner());
+    }
+    let current = member_role(tx, store_id, user)?;
+    may_touch(scope, current)?;
+    if current == Role::Owner && to != Some(Role::Owner) && store::count_owners(tx, store_id)? <= 1
+    {
+        return Err(last_owner());
+    }
+    Ok(())
+}
+
 /// A member's role in the store; 404 when they are not a member.
 fn member_role(
     tx: &rusqlite::Transaction<'_>,
@@ -150,17 +171,7 @@ pub async fn update_member(
     let actor = Actor::of(&scope);
     st.db
         .write(move |tx| {
-            if store::is_organization_owner(tx, store_id, user)? {
-                return Err(organization_owner());
-            }
-            let current = member_role(tx, store_id, user)?;
-            may_touch(&scope, current)?;
-            if current == Role::Owner
-                && role != Role::Owner
-                && store::count_owners(tx, store_id)? <= 1
-            {
-                return Err(last_owner());
-            }
+            may_change(tx, &scope, user, Some(role))?;
             store::set_member_role(tx, store_id, user, role.as_str())?;
             audit::record(
                 tx,
@@ -190,14 +201,7 @@ pub async fn remove_member(
     let actor = Actor::of(&scope);
     st.db
         .write(move |tx| {
-            if store::is_organization_owner(tx, store_id, user)? {
-                return Err(organization_owner());
-            }
-            let current = member_role(tx, store_id, user)?;
-            may_touch(&scope, current)?;
-            if current == Role::Owner && store::count_owners(tx, store_id)? <= 1 {
-                return Err(last_owner());
-            }
+            may_change(tx, &scope, user, None)?;
             store::remove_member(tx, store_id, user)?;
             audit::record(
                 tx,
