@@ -87,12 +87,14 @@ async fn emit_events(
     Json(input): Json<BenchEmit>,
 ) -> Result<StatusCode, AppError> {
     scope.require(Permission::WebhooksWrite)?;
+    let event = events::Event::from_name(&input.event)
+        .ok_or_else(|| AppError::field("event", "is not an event name"))?;
     let store = scope.store_id;
     let mut left = input.count;
     let mut seq = 0u32;
     while left > 0 {
         let n = left.min(1000);
-        let (event, start, now) = (input.event.clone(), seq, st.clock.now());
+        let (start, now) = (seq, st.clock.now());
         st.db
             .write(move |tx| {
                 for i in start..start + n {
@@ -100,7 +102,7 @@ async fn emit_events(
                         "seq": i,
                         "emitted_at_us": chrono::Utc::now().timestamp_micros(),
                     });
-                    events::record(tx, Some(store), &event, &data, now)?;
+                    events::record(tx, Some(store), event, &data, now)?;
                 }
                 Ok(())
             })

@@ -64,7 +64,7 @@ impl Actor {
 /// entry that records it (`action` on `resource_id`; the resource type is the action's first
 /// part, `order` of `order.refunded`).
 pub struct Change<'a, T: serde::Serialize> {
-    pub event: &'a str,
+    pub event: crate::events::Event,
     pub data: &'a T,
     pub action: &'a str,
     pub resource_id: &'a str,

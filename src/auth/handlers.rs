@@ -15,6 +15,7 @@ use super::store::{self, Refreshed};
 use super::{device, password};
 use crate::error::{AppError, ErrorCode};
 use crate::events;
+use crate::events::Event;
 use crate::http::auth::UserSession;
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::no_store;
@@ -59,7 +60,7 @@ pub async fn register(
         .db
         .write(move |tx| {
             let user = store::insert_user(tx, now, &email, &hash, locale)?;
-            events::record(tx, None, "user.created", &user.to_out(), now)?;
+            events::record(tx, None, Event::UserCreated, &user.to_out(), now)?;
             Ok(user)
         })
         .await?;

@@ -7,6 +7,7 @@ use super::model::{ProductFilter, ProductIn, ProductOut, ProductPatch, ProductSt
 use super::store::{self, ProductQuery, Sort};
 use crate::audit::{self, Actor};
 use crate::error::AppError;
+use crate::events::Event;
 use crate::http::auth::StoreScope;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
@@ -207,7 +208,7 @@ pub async fn create_product(
                 tx,
                 &actor,
                 &audit::Change {
-                    event: "products.created",
+                    event: Event::ProductsCreated,
                     data: &p,
                     action: "product.created",
                     resource_id: &id.to_string(),
@@ -297,7 +298,7 @@ pub async fn update_product(
                 tx,
                 &actor,
                 &audit::Change {
-                    event: "products.updated",
+                    event: Event::ProductsUpdated,
                     data: &p,
                     action: "product.updated",
                     resource_id: &id.to_string(),
@@ -330,7 +331,7 @@ pub async fn delete_product(
                 tx,
                 &actor,
                 &audit::Change {
-                    event: "products.deleted",
+                    event: Event::ProductsDeleted,
                     data: &serde_json::json!({ "id": id }),
                     action: "product.deleted",
                     resource_id: &id.to_string(),

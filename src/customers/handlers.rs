@@ -7,6 +7,7 @@ use super::model::{Address, CustomerFilter, CustomerIn, CustomerOut, CustomerPat
 use super::store::{self, Fields};
 use crate::audit::{self, Actor};
 use crate::error::AppError;
+use crate::events::Event;
 use crate::http::auth::StoreScope;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
@@ -138,7 +139,7 @@ pub async fn create_customer(
                 tx,
                 &actor,
                 &audit::Change {
-                    event: "customers.created",
+                    event: Event::CustomersCreated,
                     data: &c,
                     action: "customer.created",
                     resource_id: &id.to_string(),
@@ -205,7 +206,7 @@ pub async fn update_customer(
                 tx,
                 &actor,
                 &audit::Change {
-                    event: "customers.updated",
+                    event: Event::CustomersUpdated,
                     data: &c,
                     action: "customer.updated",
                     resource_id: &id.to_string(),
@@ -238,7 +239,7 @@ pub async fn delete_customer(
                 tx,
                 &actor,
                 &audit::Change {
-                    event: "customers.deleted",
+                    event: Event::CustomersDeleted,
                     data: &serde_json::json!({ "id": id }),
                     action: "customer.deleted",
                     resource_id: &id.to_string(),

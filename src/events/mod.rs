@@ -11,6 +11,70 @@ use crate::ids::{EventId, StoreId};
 use crate::jobs;
 use crate::time;
 
+macro_rules! events {
+    ($($variant:ident = $name:literal, $desc:literal;)*) => {
+        /// An event the service emits, such as `orders.created`: a misspelt name does not
+        /// compile. The name is what is stored and sent.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Event { $($variant),* }
+
+        impl Event {
+            /// Every event, in the order of the catalog.
+            pub const ALL: &'static [Event] = &[$(Event::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(Event::$variant => $name),* }
+            }
+
+            /// What fires it (the webhook catalog's description).
+            pub fn description(self) -> &'static str {
+                match self { $(Event::$variant => $desc),* }
+            }
+        }
+    };
+}
+
+// One line per event something emits; the webhook catalog is generated from this table, so
+// add the line in the change that starts emitting the event.
+events! {
+    OrdersCreated = "orders.created", "A new order is committed (payment intent issued).";
+    OrdersPaid = "orders.paid", "The payment provider confirmed an order's payment.";
+    OrdersFulfilled = "orders.fulfilled", "An order was fulfilled.";
+    OrdersShipped = "orders.shipped", "An order was shipped.";
+    OrdersDelivered = "orders.delivered", "An order was delivered.";
+    OrdersCancelled = "orders.cancelled", "An order was cancelled.";
+    OrdersRefunded = "orders.refunded", "A full refund of an order cleared the provider.";
+    OrdersUpdated = "orders.updated", "Any other change to an order.";
+    ProductsCreated = "products.created", "A product was created.";
+    ProductsUpdated = "products.updated", "A product changed, including its media.";
+    ProductsDeleted = "products.deleted", "A product was deleted.";
+    InventoryLowStock = "inventory.low_stock", "A stock level fell below its low-stock threshold.";
+    InventoryBackInStock = "inventory.back_in_stock", "A stock level rose back above zero.";
+    CustomersCreated = "customers.created", "A customer record was created.";
+    CustomersUpdated = "customers.updated", "A customer record changed.";
+    CustomersDeleted = "customers.deleted", "A customer record was deleted.";
+    UserCreated = "user.created", "An account was registered (platform webhook only; no store).";
+    WebhookTest = "webhook.test", "Sent by POST .../webhooks/{id}/test to that webhook only.";
+}
+
+impl Event {
+    /// The event of a stored or requested name; None for a name nothing emits.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|e| e.as_str() == name)
+    }
+
+    /// Belongs to no store: only the operator's platform webhook receives it.
+    pub fn is_platform(self) -> bool {
+        matches!(self, Self::UserCreated)
+    }
+}
+
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The JSON body every delivery of an event carries, fields in the spec's order, around the
 /// already-serialized `data`. Recording and the rebuild of events stored before bodies were
 /// (see `webhooks::delivery`) both use it, so the two give the same bytes.
@@ -28,14 +92,14 @@ pub fn envelope(name: &str, store_id: Option<StoreId>, timestamp: i64, data_json
 pub fn record(
     tx: &Transaction<'_>,
     store_id: Option<StoreId>,
-    name: &str,
+    event: Event,
     data: &impl Serialize,
     now: DateTime<Utc>,
 ) -> Result<EventId, AppError> {
-    let id = record_only(tx, store_id, name, data, now)?;
+    let id = record_only(tx, store_id, event, data, now)?;
     match store_id {
         Some(store) => {
-            crate::webhooks::store::fan_out(tx, store, id, name, now)?;
+            crate::webhooks::store::fan_out(tx, store, id, event.as_str(), now)?;
         }
         None => {
             let job = crate::webhooks::WebhookDelivery {
@@ -53,13 +117,13 @@ pub fn record(
 pub fn record_only(
     tx: &Transaction<'_>,
     store_id: Option<StoreId>,
-    name: &str,
+    event: Event,
     data: &impl Serialize,
     now: DateTime<Utc>,
 ) -> Result<EventId, AppError> {
     let id = EventId::new();
     let payload = serde_json::to_string(data).map_err(AppError::internal)?;
-    let body = envelope(name, store_id, now.timestamp(), &payload);
+    let body = envelope(event.as_str(), store_id, now.timestamp(), &payload);
     tx.prepare_cached(
         "INSERT INTO events (id, store_id, name, payload, created_at, body)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -67,10 +131,24 @@ pub fn record_only(
     .execute(params![
         id,
         store_id,
-        name,
+        event.as_str(),
         payload,
         time::format(now),
         body
     ])?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Event;
+
+    #[test]
+    fn names_are_unique_and_parse_back() {
+        for (i, e) in Event::ALL.iter().enumerate() {
+            assert_eq!(Event::from_name(e.as_str()), Some(*e));
+            assert!(!Event::ALL[..i].iter().any(|o| o.as_str() == e.as_str()));
+        }
+        assert_eq!(Event::from_name("carts.abandoned"), None);
+    }
 }

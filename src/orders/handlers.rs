@@ -13,6 +13,7 @@ use super::store::{self, HeldRefund};
 use crate::audit::{self, Actor};
 use crate::db::rendered::RenderedJson;
 use crate::error::{AppError, ErrorCode};
+use crate::events::Event;
 use crate::http::auth::StoreScope;
 use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency;
@@ -181,7 +182,7 @@ async fn create(
                 tx,
                 &actor,
                 &audit::Change {
-                    event: "orders.created",
+                    event: Event::OrdersCreated,
                     data: &o,
                     action: "order.created",
                     resource_id: &o.id.to_string(),
@@ -324,7 +325,7 @@ pub async fn update_order(
                 && n != o.note
             {
                 o.note = n;
-                event = event.or(Some("orders.updated"));
+                event = event.or(Some(Event::OrdersUpdated));
             }
             let Some(event) = event else {
                 return Ok(o);

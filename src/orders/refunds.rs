@@ -22,6 +22,7 @@ use super::payments::{self, Answer};
 use super::store::{self, HeldRefund};
 use crate::audit::{self, Actor};
 use crate::error::AppError;
+use crate::events::Event;
 use crate::ids::{OrderId, RefundId};
 use crate::jobs::{self, JobKind};
 use crate::state::AppState;
@@ -147,9 +148,9 @@ fn settle(tx: &Transaction<'_>, held: &HeldRefund, now: DateTime<Utc>) -> Result
     store::save(tx, &o)?;
     store::bump_customer(tx, store_id, o.customer_id, 0, -refund.amount_cents)?;
     let event = if full {
-        "orders.refunded"
+        Event::OrdersRefunded
     } else {
-        "orders.updated"
+        Event::OrdersUpdated
     };
     let change = audit::Change {
         event,

@@ -16,6 +16,7 @@ use super::{event_types, target};
 use crate::audit::{self, Actor};
 use crate::error::{AppError, ErrorCode};
 use crate::events;
+use crate::events::Event;
 use crate::http::auth::{Principal, StoreScope};
 use crate::http::extract::{Json, Path, parse_json, parse_query};
 use crate::http::idempotency::{no_store, sealed_store};
@@ -73,16 +74,16 @@ async fn check_url(st: &AppState, raw: &str) -> Result<String, AppError> {
 fn check_events(events: &[String]) -> Result<Vec<String>, AppError> {
     let mut out: Vec<String> = Vec::new();
     for e in events {
-        if !event_types::contains(e) {
+        let Some(event) = Event::from_name(e) else {
             return Err(AppError::field(
                 "events",
                 format!("{e} is not an event name (see GET /v1/webhook-events/catalog)"),
             ));
-        }
-        if e == "user.created" {
+        };
+        if event.is_platform() {
             return Err(AppError::field(
                 "events",
-                "user.created belongs to no store; the operator's platform webhook receives it",
+                format!("{e} belongs to no store; the operator's platform webhook receives it"),
             ));
         }
         if !out.contains(e) {
@@ -394,7 +395,7 @@ pub async fn send_test(
                 "webhook_id": id,
                 "message": "This is a test event sent from the webhook settings."
             });
-            let event = events::record_only(tx, Some(store), "webhook.test", &data, now)?;
+            let event = events::record_only(tx, Some(store), Event::WebhookTest, &data, now)?;
             let job = crate::webhooks::WebhookDelivery {
                 event_id: event,
                 webhook_id: Some(id),
@@ -653,7 +654,10 @@ pub async fn catalog(_: Principal) -> Json<Page<CatalogEntry>> {
     Json(Page::whole(
         event_types::EVENTS
             .iter()
-            .map(|(event, description)| CatalogEntry { event, description })
+            .map(|e| CatalogEntry {
+                event: e.as_str(),
+                description: e.description(),
+            })
             .collect(),
     ))
 }
