@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 
 use super::model::{ProductFilter, ProductIn, ProductOut, ProductPatch, ProductStatus, VariantIn};
 use super::store::{self, ProductQuery, Sort};
-use crate::audit::{self, Actor};
+use crate::audit::Actor;
 use crate::error::AppError;
 use crate::events::Event;
 use crate::http::auth::StoreScope;
@@ -14,6 +14,7 @@ use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{ProductId, StoreId};
 use crate::state::AppState;
+use crate::webhooks;
 
 type ErrorBody = crate::error::ErrorBody;
 
@@ -204,10 +205,10 @@ pub async fn create_product(
             set_children(tx, store, id, Some(&categories), Some(&variants), now)?;
             let p =
                 store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
+                &webhooks::Change {
                     event: Event::ProductsCreated,
                     data: &p,
                     action: "product.created",
@@ -294,10 +295,10 @@ pub async fn update_product(
             )?;
             let p =
                 store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
+                &webhooks::Change {
                     event: Event::ProductsUpdated,
                     data: &p,
                     action: "product.updated",
@@ -327,10 +328,10 @@ pub async fn delete_product(
             if !store::delete_product(tx, store, id)? {
                 return Err(AppError::not_found("product"));
             }
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
+                &webhooks::Change {
                     event: Event::ProductsDeleted,
                     data: &serde_json::json!({ "id": id }),
                     action: "product.deleted",

@@ -1,6 +1,6 @@
-//! The event outbox (spec 6.1). Domain code records an event in the same transaction as the
-//! change it describes; that transaction also enqueues its webhook deliveries, so the change,
-//! the event and its deliveries commit together or not at all.
+//! The event outbox (spec 6.1): the typed list of events the service emits, and the row and
+//! envelope that record one. Recording is all it does; publishing (record, then enqueue the
+//! deliveries, in the transaction of the change) is the webhooks area's, which calls this.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::error::AppError;
 use crate::ids::{EventId, StoreId};
-use crate::jobs;
 use crate::time;
 
 macro_rules! events {
@@ -76,8 +75,8 @@ impl std::fmt::Display for Event {
 }
 
 /// The JSON body every delivery of an event carries, fields in the spec's order, around the
-/// already-serialized `data`. Recording and the rebuild of events stored before bodies were
-/// (see `webhooks::delivery`) both use it, so the two give the same bytes.
+/// already-serialized `data`. Recording and the delivery's rebuild of events stored before
+/// bodies were both use it, so the two give the same bytes.
 pub fn envelope(name: &str, store_id: Option<StoreId>, timestamp: i64, data_json: &str) -> String {
     format!(
         r#"{{"event":{},"store_id":{},"timestamp":{timestamp},"data":{data_json}}}"#,
@@ -86,35 +85,10 @@ pub fn envelope(name: &str, store_id: Option<StoreId>, timestamp: i64, data_json
     )
 }
 
-/// Records `name` with its `data` payload and enqueues its deliveries: one per active webhook
-/// of the store subscribed to it, or, for a platform event (`store_id` None, such as
-/// `user.created`), one for the operator's platform webhook.
+/// Records `event` with its `data` payload in the outbox, in the caller's transaction, and
+/// nothing else: the webhooks area calls this when it publishes an event, then enqueues the
+/// deliveries in the same transaction.
 pub fn record(
-    tx: &Transaction<'_>,
-    store_id: Option<StoreId>,
-    event: Event,
-    data: &impl Serialize,
-    now: DateTime<Utc>,
-) -> Result<EventId, AppError> {
-    let id = record_only(tx, store_id, event, data, now)?;
-    match store_id {
-        Some(store) => {
-            crate::webhooks::store::fan_out(tx, store, id, event.as_str(), now)?;
-        }
-        None => {
-            let job = crate::webhooks::WebhookDelivery {
-                event_id: id,
-                webhook_id: None,
-                manual: false,
-            };
-            jobs::enqueue(tx, &job, now)?;
-        }
-    }
-    Ok(id)
-}
-
-/// Records an event without enqueuing anything (`webhook.test` goes to one webhook only).
-pub fn record_only(
     tx: &Transaction<'_>,
     store_id: Option<StoreId>,
     event: Event,

@@ -97,7 +97,7 @@ pub fn change(
         } else {
             Event::InventoryBackInStock
         };
-        crate::events::record(tx, Some(store), name, &after, now)?;
+        crate::webhooks::publish(tx, Some(store), name, &after, now)?;
     }
     Ok(Change::Done(after))
 }

@@ -10,7 +10,7 @@ use super::model::{
 use super::payments;
 use super::refunds;
 use super::store::{self, HeldRefund};
-use crate::audit::{self, Actor};
+use crate::audit::Actor;
 use crate::db::rendered::RenderedJson;
 use crate::error::{AppError, ErrorCode};
 use crate::events::Event;
@@ -23,6 +23,7 @@ use crate::ids::{OrderId, RefundId, StoreId};
 use crate::inventory::store::{self as stock, Change, insufficient};
 use crate::state::AppState;
 use crate::time;
+use crate::webhooks;
 
 type ErrorBody = crate::error::ErrorBody;
 
@@ -178,10 +179,10 @@ async fn create(
             };
             store::insert(tx, &o)?;
             store::bump_customer(tx, store, o.customer_id, 1, 0)?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
+                &webhooks::Change {
                     event: Event::OrdersCreated,
                     data: &o,
                     action: "order.created",
@@ -333,10 +334,10 @@ pub async fn update_order(
             o.updated_at = time::format(now);
             o.payments = store::payments(tx, id)?;
             store::save(tx, &o)?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
+                &webhooks::Change {
                     event,
                     data: &o,
                     action: "order.updated",

@@ -27,7 +27,7 @@ use crate::ids::{StoreId, UserId};
 use crate::state::AppState;
 use crate::tenants::store::add_store_member;
 use crate::text::{looks_like_email, normalize_email};
-use crate::{events, secrets, time};
+use crate::{secrets, time, webhooks};
 
 const INVITE_TTL: Duration = Duration::days(7);
 const PREFIX: &str = "svc_inv_";
@@ -249,7 +249,7 @@ pub async fn accept_invite(
         st.db
             .write(move |tx| {
                 let user = auth_store::insert_user(tx, now, &email, &hash, locale)?;
-                events::record(tx, None, Event::UserCreated, &user.to_out(), now)?;
+                webhooks::publish(tx, None, Event::UserCreated, &user.to_out(), now)?;
                 Ok(user)
             })
             .await?

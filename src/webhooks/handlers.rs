@@ -395,7 +395,7 @@ pub async fn send_test(
                 "webhook_id": id,
                 "message": "This is a test event sent from the webhook settings."
             });
-            let event = events::record_only(tx, Some(store), Event::WebhookTest, &data, now)?;
+            let event = events::record(tx, Some(store), Event::WebhookTest, &data, now)?;
             let job = crate::webhooks::WebhookDelivery {
                 event_id: event,
                 webhook_id: Some(id),

@@ -1,10 +1,11 @@
 //! Webhooks (spec 2.7, 3 webhook delivery rows, 4.5, 6.1; issue 5).
 //!
 //! Invariants:
-//! - An event is recorded with [`crate::events::record`] in the transaction of the write it
-//!   describes; the same transaction enqueues one delivery job per active webhook of that
-//!   store subscribed to it (platform events: one for the operator's platform webhook). The
-//!   envelope is built once and stored, so every attempt sends identical bytes.
+//! - Domain code publishes an event with [`publish`] (or [`publish_change`], which also writes
+//!   the audit entry) in the transaction of the write it describes: it is recorded in the
+//!   outbox (`crate::events`) and the same transaction enqueues one delivery job per active
+//!   webhook of that store subscribed to it (platform events: one for the operator's platform
+//!   webhook). The envelope is built once and stored, so every attempt sends identical bytes.
 //! - Signing secrets are sealed with the data directory's `secrets.key` (they must be read
 //!   back to sign) and shown only to callers who may change them (`webhooks.edit`).
 //! - Every query is scoped by store; another store's webhook is 404 on every route.
@@ -18,8 +19,11 @@ pub mod delivery;
 pub mod event_types;
 pub mod handlers;
 pub mod model;
+mod publish;
 pub mod store;
 pub mod target;
+
+pub use publish::{Change, publish, publish_change};
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;

@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use super::model::{AttemptOut, SubscriptionOut};
 use crate::db::rendered::Position;
 use crate::error::AppError;
+use crate::events::Event;
 use crate::ids::{EventId, StoreId, WebhookId};
 use crate::jobs;
 use crate::time;
@@ -385,7 +386,7 @@ pub fn fan_out(
     tx: &Transaction<'_>,
     store: StoreId,
     event_id: EventId,
-    name: &str,
+    event: Event,
     now: DateTime<Utc>,
 ) -> Result<usize, AppError> {
     let targets: Vec<WebhookId> = tx
@@ -393,7 +394,7 @@ pub fn fan_out(
             "SELECT s.webhook_id FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
              WHERE s.store_id = ?1 AND s.event = ?2 AND w.is_active",
         )?
-        .query_map(params![store, name], |r| r.get(0))?
+        .query_map(params![store, event.as_str()], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     for w in &targets {
         let job = crate::webhooks::WebhookDelivery {

@@ -127,7 +127,7 @@ async fn emit(
     let id = st
         .db
         .write(move |tx| {
-            merchant_admin::events::record(tx, input.store_id, event, &input.data, now)
+            merchant_admin::webhooks::publish(tx, input.store_id, event, &input.data, now)
         })
         .await?;
     Ok(Json(serde_json::json!({ "event_id": id })))
