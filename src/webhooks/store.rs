@@ -128,15 +128,21 @@ pub fn count(c: &Connection, store: StoreId, event: Option<&str>) -> Result<i64,
     )?)
 }
 
-/// Applies the given changes (none: only `updated_at`); false when the store has no such
+/// What a write changes in a webhook; None keeps the stored value.
+#[derive(Debug, Default)]
+pub struct WebhookPatch {
+    pub url: Option<String>,
+    pub sealed_secret: Option<Vec<u8>>,
+    pub is_active: Option<bool>,
+}
+
+/// Applies `patch` (an empty one: only `updated_at`); false when the store has no such
 /// webhook.
 pub fn update(
     tx: &Transaction<'_>,
     store: StoreId,
     id: WebhookId,
-    url: Option<&str>,
-    sealed_secret: Option<&[u8]>,
-    is_active: Option<bool>,
+    patch: &WebhookPatch,
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
     Ok(crate::db::exec(
@@ -144,7 +150,14 @@ pub fn update(
         "UPDATE webhooks SET url = COALESCE(?3, url), secret = COALESCE(?4, secret),
                              is_active = COALESCE(?5, is_active), updated_at = ?6
          WHERE store_id = ?1 AND id = ?2",
-        params![store, id, url, sealed_secret, is_active, time::format(now)],
+        params![
+            store,
+            id,
+            patch.url,
+            patch.sealed_secret,
+            patch.is_active,
+            time::format(now)
+        ],
     )? == 1)
 }
 
