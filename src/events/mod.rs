@@ -47,8 +47,8 @@ events! {
     ProductsCreated = "products.created", "A product was created.";
     ProductsUpdated = "products.updated", "A product changed, including its media.";
     ProductsDeleted = "products.deleted", "A product was deleted.";
-    InventoryLowStock = "inventory.low_stock", "A stock level fell below its low-stock threshold.";
-    InventoryBackInStock = "inventory.back_in_stock", "A stock level rose back above zero.";
+    InventoryLowStock = "inventory.low_stock", "A stock level fell to or below its low-stock threshold.";
+    InventoryBackInStock = "inventory.back_in_stock", "A stock level rose back above its low-stock threshold.";
     CustomersCreated = "customers.created", "A customer record was created.";
     CustomersUpdated = "customers.updated", "A customer record changed.";
     CustomersDeleted = "customers.deleted", "A customer record was deleted.";
