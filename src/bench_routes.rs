@@ -7,12 +7,13 @@ use axum::http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::AppError;
-use crate::events;
+use crate::events::Event;
 use crate::http::auth::{Principal, StoreScope};
 use crate::http::extract::{Json, Path};
 use crate::http::permissions::Permission;
 use crate::state::AppState;
 use crate::tenants::model::StoreOut;
+use crate::webhooks;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -87,12 +88,14 @@ async fn emit_events(
     Json(input): Json<BenchEmit>,
 ) -> Result<StatusCode, AppError> {
     scope.require(Permission::WebhooksWrite)?;
+    let event = Event::from_name(&input.event)
+        .ok_or_else(|| AppError::field("event", "is not an event name"))?;
     let store = scope.store_id;
     let mut left = input.count;
     let mut seq = 0u32;
     while left > 0 {
         let n = left.min(1000);
-        let (event, start, now) = (input.event.clone(), seq, st.clock.now());
+        let (start, now) = (seq, st.clock.now());
         st.db
             .write(move |tx| {
                 for i in start..start + n {
@@ -100,7 +103,7 @@ async fn emit_events(
                         "seq": i,
                         "emitted_at_us": chrono::Utc::now().timestamp_micros(),
                     });
-                    events::record(tx, Some(store), &event, &data, now)?;
+                    webhooks::publish(tx, Some(store), event, &data, now)?;
                 }
                 Ok(())
             })

@@ -60,30 +60,8 @@ impl Actor {
     }
 }
 
-/// A store change: the webhook event it fires (`event`, whose payload is `data`) and the audit
-/// entry that records it (`action` on `resource_id`; the resource type is the action's first
-/// part, `order` of `order.refunded`).
-pub struct Change<'a, T: serde::Serialize> {
-    pub event: &'a str,
-    pub data: &'a T,
-    pub action: &'a str,
-    pub resource_id: &'a str,
-}
-
-/// Records a store change's event and its audit entry, both in the caller's transaction.
-/// Domain writes end with this, so neither is forgotten.
-pub fn change<T: serde::Serialize>(
-    tx: &Transaction<'_>,
-    actor: &Actor,
-    c: &Change<'_, T>,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
-    crate::events::record(tx, actor.store_id, c.event, c.data, now)?;
-    let resource_type = c.action.split('.').next().unwrap_or(c.action);
-    record(tx, actor, c.action, resource_type, c.resource_id, now)
-}
-
-/// Records one write, in the caller's transaction.
+/// Records one write, in the caller's transaction. A domain change that also fires an event
+/// goes through `webhooks::publish_change`, which calls this.
 pub fn record(
     tx: &Transaction<'_>,
     actor: &Actor,

@@ -14,7 +14,7 @@ use super::session::{
 use super::store::{self, Refreshed};
 use super::{device, password};
 use crate::error::{AppError, ErrorCode};
-use crate::events;
+use crate::events::Event;
 use crate::http::auth::UserSession;
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::no_store;
@@ -23,6 +23,7 @@ use crate::http::trace::ClientAddr;
 use crate::ids::SessionId;
 use crate::state::AppState;
 use crate::text::{looks_like_email, normalize_email};
+use crate::webhooks;
 
 /// Creates an account. It has no stores and is not signed in.
 #[utoipa::path(post, path = "/auth/register", tag = "auth", request_body = RegisterIn,
@@ -59,7 +60,7 @@ pub async fn register(
         .db
         .write(move |tx| {
             let user = store::insert_user(tx, now, &email, &hash, locale)?;
-            events::record(tx, None, "user.created", &user.to_out(), now)?;
+            webhooks::publish(tx, None, Event::UserCreated, &user.to_out(), now)?;
             Ok(user)
         })
         .await?;

@@ -5,14 +5,16 @@ use axum::http::StatusCode;
 
 use super::model::{ProductFilter, ProductIn, ProductOut, ProductPatch, ProductStatus, VariantIn};
 use super::store::{self, ProductQuery, Sort};
-use crate::audit::{self, Actor};
+use crate::audit::Actor;
 use crate::error::AppError;
+use crate::events::Event;
 use crate::http::auth::StoreScope;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{ProductId, StoreId};
 use crate::state::AppState;
+use crate::webhooks;
 
 type ErrorBody = crate::error::ErrorBody;
 
@@ -203,11 +205,11 @@ pub async fn create_product(
             set_children(tx, store, id, Some(&categories), Some(&variants), now)?;
             let p =
                 store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
-                    event: "products.created",
+                &webhooks::Change {
+                    event: Event::ProductsCreated,
                     data: &p,
                     action: "product.created",
                     resource_id: &id.to_string(),
@@ -293,11 +295,11 @@ pub async fn update_product(
             )?;
             let p =
                 store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
-                    event: "products.updated",
+                &webhooks::Change {
+                    event: Event::ProductsUpdated,
                     data: &p,
                     action: "product.updated",
                     resource_id: &id.to_string(),
@@ -326,11 +328,11 @@ pub async fn delete_product(
             if !store::delete_product(tx, store, id)? {
                 return Err(AppError::not_found("product"));
             }
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
-                    event: "products.deleted",
+                &webhooks::Change {
+                    event: Event::ProductsDeleted,
                     data: &serde_json::json!({ "id": id }),
                     action: "product.deleted",
                     resource_id: &id.to_string(),

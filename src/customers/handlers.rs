@@ -5,14 +5,16 @@ use axum::http::StatusCode;
 
 use super::model::{Address, CustomerFilter, CustomerIn, CustomerOut, CustomerPatch};
 use super::store::{self, Fields};
-use crate::audit::{self, Actor};
+use crate::audit::Actor;
 use crate::error::AppError;
+use crate::events::Event;
 use crate::http::auth::StoreScope;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{CustomerId, StoreId};
 use crate::state::AppState;
+use crate::webhooks;
 
 type ErrorBody = crate::error::ErrorBody;
 
@@ -134,11 +136,11 @@ pub async fn create_customer(
             let id = CustomerId::new();
             store::insert(tx, store, id, &f, now)?;
             let c = store::get(tx, store, id)?.ok_or_else(not_found)?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
-                    event: "customers.created",
+                &webhooks::Change {
+                    event: Event::CustomersCreated,
                     data: &c,
                     action: "customer.created",
                     resource_id: &id.to_string(),
@@ -201,11 +203,11 @@ pub async fn update_customer(
                 return Err(not_found());
             }
             let c = store::get(tx, store, id)?.ok_or_else(not_found)?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
-                    event: "customers.updated",
+                &webhooks::Change {
+                    event: Event::CustomersUpdated,
                     data: &c,
                     action: "customer.updated",
                     resource_id: &id.to_string(),
@@ -234,11 +236,11 @@ pub async fn delete_customer(
             if !store::delete(tx, store, id)? {
                 return Err(not_found());
             }
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
-                    event: "customers.deleted",
+                &webhooks::Change {
+                    event: Event::CustomersDeleted,
                     data: &serde_json::json!({ "id": id }),
                     action: "customer.deleted",
                     resource_id: &id.to_string(),

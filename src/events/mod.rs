@@ -1,6 +1,6 @@
-//! The event outbox (spec 6.1). Domain code records an event in the same transaction as the
-//! change it describes; that transaction also enqueues its webhook deliveries, so the change,
-//! the event and its deliveries commit together or not at all.
+//! The event outbox (spec 6.1): the typed list of events the service emits, and the row and
+//! envelope that record one. Recording is all it does; publishing (record, then enqueue the
+//! deliveries, in the transaction of the change) is the webhooks area's, which calls this.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
@@ -8,12 +8,75 @@ use serde::Serialize;
 
 use crate::error::AppError;
 use crate::ids::{EventId, StoreId};
-use crate::jobs;
 use crate::time;
 
+macro_rules! events {
+    ($($variant:ident = $name:literal, $desc:literal;)*) => {
+        /// An event the service emits, such as `orders.created`: a misspelt name does not
+        /// compile. The name is what is stored and sent.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Event { $($variant),* }
+
+        impl Event {
+            /// Every event, in the order of the catalog.
+            pub const ALL: &'static [Event] = &[$(Event::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(Event::$variant => $name),* }
+            }
+
+            /// What fires it (the webhook catalog's description).
+            pub fn description(self) -> &'static str {
+                match self { $(Event::$variant => $desc),* }
+            }
+        }
+    };
+}
+
+// One line per event something emits; the webhook catalog is generated from this table, so
+// add the line in the change that starts emitting the event.
+events! {
+    OrdersCreated = "orders.created", "A new order is committed (payment intent issued).";
+    OrdersPaid = "orders.paid", "The payment provider confirmed an order's payment.";
+    OrdersFulfilled = "orders.fulfilled", "An order was fulfilled.";
+    OrdersShipped = "orders.shipped", "An order was shipped.";
+    OrdersDelivered = "orders.delivered", "An order was delivered.";
+    OrdersCancelled = "orders.cancelled", "An order was cancelled.";
+    OrdersRefunded = "orders.refunded", "A full refund of an order cleared the provider.";
+    OrdersUpdated = "orders.updated", "Any other change to an order.";
+    ProductsCreated = "products.created", "A product was created.";
+    ProductsUpdated = "products.updated", "A product changed, including its media.";
+    ProductsDeleted = "products.deleted", "A product was deleted.";
+    InventoryLowStock = "inventory.low_stock", "A stock level fell to or below its low-stock threshold.";
+    InventoryBackInStock = "inventory.back_in_stock", "A stock level rose back above its low-stock threshold.";
+    CustomersCreated = "customers.created", "A customer record was created.";
+    CustomersUpdated = "customers.updated", "A customer record changed.";
+    CustomersDeleted = "customers.deleted", "A customer record was deleted.";
+    UserCreated = "user.created", "An account was registered (platform webhook only; no store).";
+    WebhookTest = "webhook.test", "Sent by POST .../webhooks/{id}/test to that webhook only.";
+}
+
+impl Event {
+    /// The event of a stored or requested name; None for a name nothing emits.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|e| e.as_str() == name)
+    }
+
+    /// Belongs to no store: only the operator's platform webhook receives it.
+    pub fn is_platform(self) -> bool {
+        matches!(self, Self::UserCreated)
+    }
+}
+
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The JSON body every delivery of an event carries, fields in the spec's order, around the
-/// already-serialized `data`. Recording and the rebuild of events stored before bodies were
-/// (see `webhooks::delivery`) both use it, so the two give the same bytes.
+/// already-serialized `data`. Recording and the delivery's rebuild of events stored before
+/// bodies were both use it, so the two give the same bytes.
 pub fn envelope(name: &str, store_id: Option<StoreId>, timestamp: i64, data_json: &str) -> String {
     format!(
         r#"{{"event":{},"store_id":{},"timestamp":{timestamp},"data":{data_json}}}"#,
@@ -22,44 +85,19 @@ pub fn envelope(name: &str, store_id: Option<StoreId>, timestamp: i64, data_json
     )
 }
 
-/// Records `name` with its `data` payload and enqueues its deliveries: one per active webhook
-/// of the store subscribed to it, or, for a platform event (`store_id` None, such as
-/// `user.created`), one for the operator's platform webhook.
+/// Records `event` with its `data` payload in the outbox, in the caller's transaction, and
+/// nothing else: the webhooks area calls this when it publishes an event, then enqueues the
+/// deliveries in the same transaction.
 pub fn record(
     tx: &Transaction<'_>,
     store_id: Option<StoreId>,
-    name: &str,
-    data: &impl Serialize,
-    now: DateTime<Utc>,
-) -> Result<EventId, AppError> {
-    let id = record_only(tx, store_id, name, data, now)?;
-    match store_id {
-        Some(store) => {
-            crate::webhooks::store::fan_out(tx, store, id, name, now)?;
-        }
-        None => {
-            let job = crate::webhooks::WebhookDelivery {
-                event_id: id,
-                webhook_id: None,
-                manual: false,
-            };
-            jobs::enqueue(tx, &job, now)?;
-        }
-    }
-    Ok(id)
-}
-
-/// Records an event without enqueuing anything (`webhook.test` goes to one webhook only).
-pub fn record_only(
-    tx: &Transaction<'_>,
-    store_id: Option<StoreId>,
-    name: &str,
+    event: Event,
     data: &impl Serialize,
     now: DateTime<Utc>,
 ) -> Result<EventId, AppError> {
     let id = EventId::new();
     let payload = serde_json::to_string(data).map_err(AppError::internal)?;
-    let body = envelope(name, store_id, now.timestamp(), &payload);
+    let body = envelope(event.as_str(), store_id, now.timestamp(), &payload);
     tx.prepare_cached(
         "INSERT INTO events (id, store_id, name, payload, created_at, body)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -67,10 +105,24 @@ pub fn record_only(
     .execute(params![
         id,
         store_id,
-        name,
+        event.as_str(),
         payload,
         time::format(now),
         body
     ])?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Event;
+
+    #[test]
+    fn names_are_unique_and_parse_back() {
+        for (i, e) in Event::ALL.iter().enumerate() {
+            assert_eq!(Event::from_name(e.as_str()), Some(*e));
+            assert!(!Event::ALL[..i].iter().any(|o| o.as_str() == e.as_str()));
+        }
+        assert_eq!(Event::from_name("carts.abandoned"), None);
+    }
 }

@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use super::model::InventoryItem;
 use crate::db::rendered::Position;
 use crate::error::{AppError, ErrorCode};
+use crate::events::Event;
 use crate::ids::{AdjustmentId, ProductId, StoreId, VariantId};
 use crate::time;
 
@@ -92,11 +93,11 @@ pub fn change(
     );
     if was != is {
         let name = if is {
-            "inventory.low_stock"
+            Event::InventoryLowStock
         } else {
-            "inventory.back_in_stock"
+            Event::InventoryBackInStock
         };
-        crate::events::record(tx, Some(store), name, &after, now)?;
+        crate::webhooks::publish(tx, Some(store), name, &after, now)?;
     }
     Ok(Change::Done(after))
 }

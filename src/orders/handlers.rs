@@ -10,9 +10,10 @@ use super::model::{
 use super::payments;
 use super::refunds;
 use super::store::{self, HeldRefund};
-use crate::audit::{self, Actor};
+use crate::audit::Actor;
 use crate::db::rendered::RenderedJson;
 use crate::error::{AppError, ErrorCode};
+use crate::events::Event;
 use crate::http::auth::StoreScope;
 use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency;
@@ -22,6 +23,7 @@ use crate::ids::{OrderId, RefundId, StoreId};
 use crate::inventory::store::{self as stock, Change, insufficient};
 use crate::state::AppState;
 use crate::time;
+use crate::webhooks;
 
 type ErrorBody = crate::error::ErrorBody;
 
@@ -177,11 +179,11 @@ async fn create(
             };
             store::insert(tx, &o)?;
             store::bump_customer(tx, store, o.customer_id, 1, 0)?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
-                    event: "orders.created",
+                &webhooks::Change {
+                    event: Event::OrdersCreated,
                     data: &o,
                     action: "order.created",
                     resource_id: &o.id.to_string(),
@@ -324,7 +326,7 @@ pub async fn update_order(
                 && n != o.note
             {
                 o.note = n;
-                event = event.or(Some("orders.updated"));
+                event = event.or(Some(Event::OrdersUpdated));
             }
             let Some(event) = event else {
                 return Ok(o);
@@ -332,10 +334,10 @@ pub async fn update_order(
             o.updated_at = time::format(now);
             o.payments = store::payments(tx, id)?;
             store::save(tx, &o)?;
-            audit::change(
+            webhooks::publish_change(
                 tx,
                 &actor,
-                &audit::Change {
+                &webhooks::Change {
                     event,
                     data: &o,
                     action: "order.updated",

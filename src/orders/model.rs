@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::events::Event;
 use crate::ids::{CustomerId, OrderId, PaymentId, ProductId, RefundId, StoreId, VariantId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -73,15 +74,15 @@ impl OrderStatus {
     }
 
     /// The event a move to this status fires.
-    pub fn event(self) -> &'static str {
+    pub fn event(self) -> Event {
         match self {
-            Self::Paid => "orders.paid",
-            Self::Fulfilled => "orders.fulfilled",
-            Self::Shipped => "orders.shipped",
-            Self::Delivered => "orders.delivered",
-            Self::Cancelled => "orders.cancelled",
-            Self::Refunded => "orders.refunded",
-            Self::Pending | Self::PartiallyRefunded => "orders.updated",
+            Self::Paid => Event::OrdersPaid,
+            Self::Fulfilled => Event::OrdersFulfilled,
+            Self::Shipped => Event::OrdersShipped,
+            Self::Delivered => Event::OrdersDelivered,
+            Self::Cancelled => Event::OrdersCancelled,
+            Self::Refunded => Event::OrdersRefunded,
+            Self::Pending | Self::PartiallyRefunded => Event::OrdersUpdated,
         }
     }
 }

@@ -20,12 +20,14 @@ use rusqlite::Transaction;
 use super::model::{OrderStatus, RefundOut};
 use super::payments::{self, Answer};
 use super::store::{self, HeldRefund};
-use crate::audit::{self, Actor};
+use crate::audit::Actor;
 use crate::error::AppError;
+use crate::events::Event;
 use crate::ids::{OrderId, RefundId};
 use crate::jobs::{self, JobKind};
 use crate::state::AppState;
 use crate::time;
+use crate::webhooks;
 
 /// Asks the payment provider again about a refund still pending (its first answer was
 /// uncertain, or never came), with the same idempotency key, until a definite answer.
@@ -147,17 +149,17 @@ fn settle(tx: &Transaction<'_>, held: &HeldRefund, now: DateTime<Utc>) -> Result
     store::save(tx, &o)?;
     store::bump_customer(tx, store_id, o.customer_id, 0, -refund.amount_cents)?;
     let event = if full {
-        "orders.refunded"
+        Event::OrdersRefunded
     } else {
-        "orders.updated"
+        Event::OrdersUpdated
     };
-    let change = audit::Change {
+    let change = webhooks::Change {
         event,
         data: &o,
         action: "order.refunded",
         resource_id: &id.to_string(),
     };
-    audit::change(tx, &actor_of(tx, held)?, &change, now)?;
+    webhooks::publish_change(tx, &actor_of(tx, held)?, &change, now)?;
     Ok(true)
 }
 

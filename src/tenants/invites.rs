@@ -17,6 +17,7 @@ use crate::auth::model::{Locale, SessionOut};
 use crate::auth::session::{account_disabled, guarded_password_check, lifetimes, session_out};
 use crate::auth::{device, password, store as auth_store};
 use crate::error::{AppError, ErrorCode};
+use crate::events::Event;
 use crate::http::auth::{StoreScope, missing_permission};
 use crate::http::extract::{Json, Path};
 use crate::http::idempotency::{no_store, sealed_store};
@@ -26,7 +27,7 @@ use crate::ids::{StoreId, UserId};
 use crate::state::AppState;
 use crate::tenants::store::add_store_member;
 use crate::text::{looks_like_email, normalize_email};
-use crate::{events, secrets, time};
+use crate::{secrets, time, webhooks};
 
 const INVITE_TTL: Duration = Duration::days(7);
 const PREFIX: &str = "svc_inv_";
@@ -248,7 +249,7 @@ pub async fn accept_invite(
         st.db
             .write(move |tx| {
                 let user = auth_store::insert_user(tx, now, &email, &hash, locale)?;
-                events::record(tx, None, "user.created", &user.to_out(), now)?;
+                webhooks::publish(tx, None, Event::UserCreated, &user.to_out(), now)?;
                 Ok(user)
             })
             .await?

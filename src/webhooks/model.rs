@@ -1,4 +1,5 @@
-//! Webhook DTOs (spec 2.7; the delivery fields are issue 5's).
+//! Webhook DTOs (spec 2.7; the delivery fields are issue 5's), and the outcome of one delivery
+//! attempt that the dispatcher records.
 
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -130,4 +131,20 @@ pub struct Queued {
     /// The event sent (test) or re-sent (retry); absent for recover.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_id: Option<EventId>,
+}
+
+/// What one delivery attempt came to (the request, or why none was made); recorded as an
+/// attempt row.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub status: Option<u16>,
+    pub body: Option<String>,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+}
+
+impl Outcome {
+    pub fn succeeded(&self) -> bool {
+        self.error.is_none() && self.status.is_some_and(|s| (200..300).contains(&s))
+    }
 }

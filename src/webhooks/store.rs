@@ -1,13 +1,15 @@
-//! SQL of webhooks, their subscriptions and delivery attempts; every query is scoped by store
-//! (attempts through their webhook).
+//! SQL of webhooks, their subscriptions, delivery attempts and the dispatcher's reads of the
+//! queue and the outbox. Every query a route makes is scoped by store (attempts through their
+//! webhook); the dispatcher's go by id, since a job, not a caller, names the webhook.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
-use super::model::{AttemptOut, SubscriptionOut};
+use super::model::{AttemptOut, Outcome, SubscriptionOut};
 use crate::db::rendered::Position;
 use crate::error::AppError;
-use crate::ids::{EventId, StoreId, WebhookId};
+use crate::events::Event;
+use crate::ids::{AttemptId, EventId, StoreId, WebhookId};
 use crate::jobs;
 use crate::time;
 
@@ -126,15 +128,21 @@ pub fn count(c: &Connection, store: StoreId, event: Option<&str>) -> Result<i64,
     )?)
 }
 
-/// Applies the given changes (none: only `updated_at`); false when the store has no such
+/// What a write changes in a webhook; None keeps the stored value.
+#[derive(Debug, Default)]
+pub struct WebhookPatch {
+    pub url: Option<String>,
+    pub sealed_secret: Option<Vec<u8>>,
+    pub is_active: Option<bool>,
+}
+
+/// Applies `patch` (an empty one: only `updated_at`); false when the store has no such
 /// webhook.
 pub fn update(
     tx: &Transaction<'_>,
     store: StoreId,
     id: WebhookId,
-    url: Option<&str>,
-    sealed_secret: Option<&[u8]>,
-    is_active: Option<bool>,
+    patch: &WebhookPatch,
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
     Ok(crate::db::exec(
@@ -142,7 +150,14 @@ pub fn update(
         "UPDATE webhooks SET url = COALESCE(?3, url), secret = COALESCE(?4, secret),
                              is_active = COALESCE(?5, is_active), updated_at = ?6
          WHERE store_id = ?1 AND id = ?2",
-        params![store, id, url, sealed_secret, is_active, time::format(now)],
+        params![
+            store,
+            id,
+            patch.url,
+            patch.sealed_secret,
+            patch.is_active,
+            time::format(now)
+        ],
     )? == 1)
 }
 
@@ -385,7 +400,7 @@ pub fn fan_out(
     tx: &Transaction<'_>,
     store: StoreId,
     event_id: EventId,
-    name: &str,
+    event: Event,
     now: DateTime<Utc>,
 ) -> Result<usize, AppError> {
     let targets: Vec<WebhookId> = tx
@@ -393,7 +408,7 @@ pub fn fan_out(
             "SELECT s.webhook_id FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
              WHERE s.store_id = ?1 AND s.event = ?2 AND w.is_active",
         )?
-        .query_map(params![store, name], |r| r.get(0))?
+        .query_map(params![store, event.as_str()], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     for w in &targets {
         let job = crate::webhooks::WebhookDelivery {
@@ -404,6 +419,119 @@ pub fn fan_out(
         jobs::enqueue(tx, &job, now)?;
     }
     Ok(targets.len())
+}
+
+/// Every lane of the delivery queue with queued jobs and its earliest `run_at`: a loose
+/// index scan over `jobs_queued (queue, lane, run_at)`, one seek per lane however long the
+/// backlog is.
+pub fn queued_lanes(tx: &Transaction<'_>) -> Result<Vec<(String, DateTime<Utc>)>, AppError> {
+    let rows: Vec<(String, String)> = tx
+        .prepare_cached(
+            "WITH RECURSIVE lanes(lane) AS (
+                SELECT (SELECT lane FROM jobs WHERE queue = ?1 AND state = 'queued'
+                          AND lane IS NOT NULL ORDER BY lane LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.lane FROM jobs j WHERE j.queue = ?1 AND j.state = 'queued'
+                          AND j.lane > lanes.lane ORDER BY j.lane LIMIT 1)
+                FROM lanes WHERE lanes.lane IS NOT NULL)
+             SELECT lane, (SELECT MIN(run_at) FROM jobs WHERE queue = ?1 AND state = 'queued'
+                             AND lane = lanes.lane)
+             FROM lanes WHERE lane IS NOT NULL",
+        )?
+        .query_map([super::QUEUE], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(lane, at)| time::parse(&at).map(|t| (lane, t)))
+        .collect())
+}
+
+/// An event as a delivery sends it.
+pub struct StoredEvent {
+    pub name: String,
+    pub body: String,
+}
+
+/// The event with the body every attempt sends; None once it is purged.
+pub fn stored_event(c: &Connection, id: EventId) -> Result<Option<StoredEvent>, AppError> {
+    Ok(c.query_row(
+        "SELECT name, store_id, created_at, payload, body FROM events WHERE id = ?1",
+        [id],
+        |r| {
+            let name: String = r.get(0)?;
+            let body: Option<String> = r.get(4)?;
+            let body = match body {
+                Some(b) => b,
+                // Recorded before bodies were stored: rebuilt the same way every time.
+                None => {
+                    let at = time::parse(&r.get::<_, String>(2)?).map_or(0, |t| t.timestamp());
+                    crate::events::envelope(&name, r.get(1)?, at, &r.get::<_, String>(3)?)
+                }
+            };
+            Ok(StoredEvent { name, body })
+        },
+    )
+    .optional()?)
+}
+
+/// Where a delivery to a webhook goes; the secret still sealed.
+pub struct Destination {
+    pub url: String,
+    pub sealed_secret: Vec<u8>,
+    pub is_active: bool,
+}
+
+/// The webhook a delivery names, in whatever store (the job carries only its id); None once
+/// it is deleted.
+pub fn destination(c: &Connection, id: WebhookId) -> Result<Option<Destination>, AppError> {
+    Ok(c.query_row(
+        "SELECT url, secret, is_active FROM webhooks WHERE id = ?1",
+        [id],
+        |r| {
+            Ok(Destination {
+                url: r.get(0)?,
+                sealed_secret: r.get(1)?,
+                is_active: r.get(2)?,
+            })
+        },
+    )
+    .optional()?)
+}
+
+/// Writes one attempt row, numbered after the delivery's earlier ones. The webhook may have
+/// been deleted while the request was out: then nothing is kept.
+pub fn record_attempt(
+    tx: &Transaction<'_>,
+    webhook_id: Option<WebhookId>,
+    event_id: EventId,
+    status: &str,
+    o: &Outcome,
+    now: DateTime<Utc>,
+    next_attempt_at: Option<DateTime<Utc>>,
+) -> Result<(), AppError> {
+    tx.prepare_cached(
+        "INSERT INTO webhook_attempts (id, webhook_id, event_id, event, attempt, status,
+                                       response_status, response_body, duration_ms, error,
+                                       created_at, next_attempt_at)
+         SELECT ?1, ?2, ?3, COALESCE((SELECT name FROM events WHERE id = ?3), ''),
+                (SELECT COALESCE(MAX(attempt), 0) + 1 FROM webhook_attempts
+                 WHERE webhook_id IS ?2 AND event_id = ?3),
+                ?4, ?5, ?6, ?7, ?8, ?9, ?10
+         WHERE ?2 IS NULL OR EXISTS (SELECT 1 FROM webhooks WHERE id = ?2)",
+    )?
+    .execute(params![
+        AttemptId::new(),
+        webhook_id,
+        event_id,
+        status,
+        o.status,
+        o.body,
+        i64::try_from(o.duration_ms).unwrap_or(i64::MAX),
+        o.error,
+        time::format(now),
+        next_attempt_at.map(time::format),
+    ])?;
+    Ok(())
 }
 
 /// Delivery history and the events behind it are kept 30 days (recover reaches back 14).

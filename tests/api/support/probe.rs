@@ -115,17 +115,19 @@ pub struct EmitIn {
     pub data: Value,
 }
 
-/// Records an event through the real outbox, as domain code will (orders, products...), so
-/// webhook fan-out is tested before those areas exist.
+/// Records an event through the real outbox, as domain code does (orders, products...), so
+/// webhook tests can fire any event without staging the write behind it.
 async fn emit(
     State(st): State<AppState>,
     Json(input): Json<EmitIn>,
 ) -> Result<Json<Value>, AppError> {
     let now = merchant_admin::clock::Clock::now(&*st.clock);
+    let event = merchant_admin::events::Event::from_name(&input.event)
+        .ok_or_else(|| AppError::field("event", "is not an event name"))?;
     let id = st
         .db
         .write(move |tx| {
-            merchant_admin::events::record(tx, input.store_id, &input.event, &input.data, now)
+            merchant_admin::webhooks::publish(tx, input.store_id, event, &input.data, now)
         })
         .await?;
     Ok(Json(serde_json::json!({ "event_id": id })))
