@@ -203,23 +203,37 @@ pub async fn create_product(
             let desc = description.unwrap_or_default();
             store::insert_product(tx, store, id, &title, &slug, &desc, status, &tags, now)?;
             set_children(tx, store, id, Some(&categories), Some(&variants), now)?;
-            let p =
-                store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-            webhooks::publish_change(
+            publish_product(
                 tx,
                 &actor,
-                &webhooks::Change {
-                    event: Event::ProductsCreated,
-                    data: &p,
-                    action: "product.created",
-                    resource_id: &id.to_string(),
-                },
+                (store, id),
+                Event::ProductsCreated,
+                "product.created",
                 now,
-            )?;
-            Ok(p)
+            )
         })
         .await?;
     Ok((StatusCode::CREATED, Json(product)))
+}
+
+/// Reads a product just written back as the API shows it, and publishes the change with it.
+fn publish_product(
+    tx: &rusqlite::Transaction<'_>,
+    actor: &Actor,
+    (store, id): (StoreId, ProductId),
+    event: Event,
+    action: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<ProductOut, AppError> {
+    let p = store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
+    let change = webhooks::Change {
+        event,
+        data: &p,
+        action,
+        resource_id: &id.to_string(),
+    };
+    webhooks::publish_change(tx, actor, &change, now)?;
+    Ok(p)
 }
 
 /// One product.
@@ -293,20 +307,14 @@ pub async fn update_product(
                 variants.as_deref(),
                 now,
             )?;
-            let p =
-                store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-            webhooks::publish_change(
+            publish_product(
                 tx,
                 &actor,
-                &webhooks::Change {
-                    event: Event::ProductsUpdated,
-                    data: &p,
-                    action: "product.updated",
-                    resource_id: &id.to_string(),
-                },
+                (store, id),
+                Event::ProductsUpdated,
+                "product.updated",
                 now,
-            )?;
-            Ok(p)
+            )
         })
         .await?;
     Ok(Json(product))
