@@ -1,13 +1,15 @@
 //! All of identity's SQL, one file per table group: users, sessions and token pairs,
-//! sign-in failures, second factors, one-time codes. Re-exported here, so callers name
-//! `auth::store::*` whatever file a function is in.
+//! sign-in failures, second factors, one-time codes, and the credential lookups of every
+//! request. Re-exported here, so callers name `auth::store::*` whatever file holds it.
 
+mod credentials;
 mod one_time_codes;
 mod second_factors;
 mod sessions;
 mod sign_in_failures;
 mod users;
 
+pub use credentials::*;
 pub use one_time_codes::*;
 pub use second_factors::*;
 pub use sessions::*;
