@@ -48,7 +48,7 @@ pub fn resolve_store_token(
                     store_id: r.get(2)?,
                     name: r.get(3)?,
                     scopes: scopes_from_json(&r.get::<_, String>(4)?),
-                    role: Role::parse(&r.get::<_, String>(12)?).unwrap_or(Role::Viewer),
+                    role: crate::db::parse_column(r, 12, Role::parse)?,
                     tenant_id: r.get(11)?,
                 },
                 profile: Arc::new(Profile {
@@ -156,7 +156,7 @@ pub fn store_role(
     store: StoreId,
     user: UserId,
 ) -> Result<Option<(TenantId, Role)>, AppError> {
-    let row: Option<(TenantId, Option<String>)> = c
+    let row: Option<(TenantId, Option<Role>)> = c
         .prepare_cached(
             "SELECT s.tenant_id,
                     CASE WHEN EXISTS (SELECT 1 FROM tenant_members tm
@@ -167,7 +167,14 @@ pub fn store_role(
                                WHERE sm.store_id = s.id AND sm.user_id = ?2) END
              FROM stores s WHERE s.id = ?1",
         )?
-        .query_row(params![store, user], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![store, user], |r| {
+            // NULL: not a member. Anything else must be a role the code knows.
+            let role = match r.get_ref(1)? {
+                rusqlite::types::ValueRef::Null => None,
+                _ => Some(crate::db::parse_column(r, 1, Role::parse)?),
+            };
+            Ok((r.get(0)?, role))
+        })
         .optional()?;
-    Ok(row.and_then(|(tenant, role)| role.and_then(|r| Role::parse(&r)).map(|r| (tenant, r))))
+    Ok(row.and_then(|(tenant, role)| role.map(|r| (tenant, r))))
 }

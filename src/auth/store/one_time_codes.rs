@@ -148,7 +148,7 @@ pub fn newest_code(
                 id: r.get(0)?,
                 phone: r.get(1)?,
                 code_hash: r.get(2)?,
-                expires_at: time::parse(&r.get::<_, String>(3)?).unwrap_or_default(),
+                expires_at: crate::db::parse_column(r, 3, time::parse)?,
                 state: r.get(4)?,
             })
         },

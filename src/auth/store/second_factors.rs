@@ -259,8 +259,8 @@ pub fn live_challenge(
                 device_name: r.get(2)?,
                 address: r.get(3)?,
                 attempts: r.get(4)?,
-                expires_at: time::parse(&r.get::<_, String>(5)?).unwrap_or_default(),
-                created_at: time::parse(&r.get::<_, String>(6)?).unwrap_or_default(),
+                expires_at: crate::db::parse_column(r, 5, time::parse)?,
+                created_at: crate::db::parse_column(r, 6, time::parse)?,
             })
         },
     )
