@@ -3,7 +3,6 @@
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::second_factors::forget_recovery_codes_without_factor;
 use crate::error::AppError;
 use crate::ids::UserId;
 use crate::time;
@@ -177,11 +176,12 @@ pub fn use_code(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Sets (or with None clears) the confirmed phone of the messaging-app factor.
+/// Sets the confirmed phone of the messaging-app factor, which turns it on (off is
+/// `disable_factor`).
 pub fn set_msgapp_phone(
     tx: &Transaction<'_>,
     user: UserId,
-    phone: Option<&str>,
+    phone: &str,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
     crate::db::exec(
@@ -189,8 +189,5 @@ pub fn set_msgapp_phone(
         "UPDATE users SET msgapp_phone = ?2, updated_at = ?3 WHERE id = ?1",
         params![user, phone, time::format(now)],
     )?;
-    if phone.is_none() {
-        forget_recovery_codes_without_factor(tx, user)?;
-    }
     Ok(())
 }

@@ -128,19 +128,36 @@ pub fn enable_totp(
     Ok(())
 }
 
-pub fn disable_totp(
+/// A second factor an account can turn off.
+#[derive(Debug, Clone, Copy)]
+pub enum Factor {
+    Totp,
+    Msgapp,
+}
+
+/// Turns a factor off; the recovery codes go with the last one.
+pub fn disable_factor(
     tx: &Transaction<'_>,
     user: UserId,
+    factor: Factor,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
+    let sql = match factor {
+        Factor::Totp => {
+            "UPDATE users SET totp_secret = NULL, totp_pending_secret = NULL,
+                              totp_last_step = NULL, updated_at = ?2
+             WHERE id = ?1"
+        }
+        Factor::Msgapp => "UPDATE users SET msgapp_phone = NULL, updated_at = ?2 WHERE id = ?1",
+    };
+    crate::db::exec(tx, sql, params![user, time::format(now)])?;
     crate::db::exec(
         tx,
-        "UPDATE users SET totp_secret = NULL, totp_pending_secret = NULL, totp_last_step = NULL,
-                          updated_at = ?2
-         WHERE id = ?1",
-        params![user, time::format(now)],
+        "DELETE FROM recovery_codes WHERE user_id = ?1
+           AND (SELECT totp_secret IS NULL AND msgapp_phone IS NULL FROM users WHERE id = ?1)",
+        [user],
     )?;
-    forget_recovery_codes_without_factor(tx, user)
+    Ok(())
 }
 
 /// Records that the code of `step` was accepted; false if it (or a later one) already was,
@@ -171,19 +188,6 @@ pub fn replace_recovery_codes(
             params![uuid::Uuid::now_v7().to_string(), user, h, now],
         )?;
     }
-    Ok(())
-}
-
-pub(super) fn forget_recovery_codes_without_factor(
-    tx: &Transaction<'_>,
-    user: UserId,
-) -> Result<(), AppError> {
-    crate::db::exec(
-        tx,
-        "DELETE FROM recovery_codes WHERE user_id = ?1
-           AND (SELECT totp_secret IS NULL AND msgapp_phone IS NULL FROM users WHERE id = ?1)",
-        [user],
-    )?;
     Ok(())
 }
 
