@@ -76,7 +76,7 @@ impl AppState {
             hmac_key,
             limits: Arc::new(limits),
             tokens: Arc::default(),
-            credentials: Arc::new(crate::auth::credentials::Tables),
+            credentials: Arc::new(crate::auth::store::CredentialTables),
             hasher,
             secret_box,
             webhooks,

@@ -9,7 +9,6 @@
 //!   land on exactly one row of spec 3's table and at most one pair is ever live.
 //! - An unknown e-mail costs the same as a wrong password and answers the same.
 
-pub mod credentials;
 pub mod device;
 pub mod handlers;
 pub mod model;

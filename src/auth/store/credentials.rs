@@ -1,20 +1,118 @@
-//! The credential lookups behind `http::auth` (spec 5): a bearer token to its caller, its
-//! use written down, a caller's role in a store. They read other areas' tables (store API
-//! tokens, stores, members, organizations) because a caller is resolved in one round trip.
+//! The credential lookups behind `http::auth` (spec 5), as the [`CredentialTables`] that
+//! `state.rs` registers: a bearer token to its caller, its use written down, a caller's role
+//! in a store. They read other areas' tables (store API tokens, stores, members,
+//! organizations) so that a caller is resolved in one round trip.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use std::sync::Arc;
 
 use crate::error::AppError;
-use crate::http::auth::{Credential, Principal, Profile, Resolved, scopes_from_json};
+use crate::http::auth::{
+    Credential, Credentials, Principal, Profile, Resolved, TokenKind, scopes_from_json,
+};
 use crate::http::permissions::Role;
 use crate::ids::{StoreId, TenantId, UserId};
 use crate::time;
 
+/// Prefixes of store API token values, current and legacy. Clients must treat tokens as
+/// opaque; the server may use its own formats to pick the table to look in.
+const STORE_TOKEN_PREFIXES: [&str; 2] = [crate::api_tokens::store::PREFIX, "bod_"];
+
+/// Holds nothing: the tables are the state.
+pub struct CredentialTables;
+
+impl Credentials for CredentialTables {
+    fn kind(&self, token: &str) -> TokenKind {
+        if STORE_TOKEN_PREFIXES.iter().any(|p| token.starts_with(p)) {
+            TokenKind::StoreToken
+        } else {
+            TokenKind::Session
+        }
+    }
+
+    fn resolve(
+        &self,
+        c: &Connection,
+        kind: TokenKind,
+        hash: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Option<Resolved>, AppError> {
+        match kind {
+            TokenKind::StoreToken => resolve_store_token(c, hash, now),
+            TokenKind::Session => resolve_session(c, hash, now),
+        }
+    }
+
+    /// A session's `last_used_at` only when `stale`; a store token's on every call (the
+    /// middleware calls only when it is stale, as a store token has no first use).
+    fn note_use(
+        &self,
+        tx: &Transaction<'_>,
+        credential: &Credential,
+        first_use: bool,
+        stale: bool,
+        now: DateTime<Utc>,
+    ) -> Result<(), AppError> {
+        let now = time::format(now);
+        let (session_id, pair_id) = match credential {
+            Credential::Session {
+                session_id,
+                pair_id,
+            } => (session_id, pair_id),
+            Credential::StoreToken { token_id, .. } => {
+                crate::db::exec(
+                    tx,
+                    "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1",
+                    params![token_id, now],
+                )?;
+                return Ok(());
+            }
+        };
+        // The first use is written before the token counts as used: a refresh retry
+        // must see it (spec 3).
+        if first_use {
+            crate::db::exec(
+                tx,
+                "UPDATE token_pairs SET access_used_at = ?2 WHERE id = ?1 AND access_used_at IS NULL",
+                params![pair_id, now],
+            )?;
+        }
+        if stale {
+            crate::db::exec(
+                tx,
+                "UPDATE sessions SET last_used_at = ?2 WHERE id = ?1",
+                params![session_id, now],
+            )?;
+        }
+        Ok(())
+    }
+
+    fn store_role(
+        &self,
+        c: &Connection,
+        store: StoreId,
+        user: UserId,
+    ) -> Result<Option<(TenantId, Role)>, AppError> {
+        store_role(c, store, user)
+    }
+}
+
+/// The account columns both lookups select, in this order from column `i` on:
+/// `u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL, u.created_at`.
+fn profile(r: &Row<'_>, i: usize) -> rusqlite::Result<Arc<Profile>> {
+    Ok(Arc::new(Profile {
+        email: r.get(i)?,
+        locale: r.get(i + 1)?,
+        totp_enabled: r.get(i + 2)?,
+        msgapp_enabled: r.get(i + 3)?,
+        created_at: r.get(i + 4)?,
+    }))
+}
+
 /// Looks a store API token up: live (not expired), its issuer active and still in the
 /// store (a member, or an owner of its organization).
-pub fn resolve_store_token(
+fn resolve_store_token(
     c: &Connection,
     hash: &[u8],
     now: DateTime<Utc>,
@@ -51,13 +149,7 @@ pub fn resolve_store_token(
                     role: crate::db::parse_column(r, 12, Role::parse)?,
                     tenant_id: r.get(11)?,
                 },
-                profile: Arc::new(Profile {
-                    email: r.get(6)?,
-                    locale: r.get(7)?,
-                    totp_enabled: r.get(8)?,
-                    msgapp_enabled: r.get(9)?,
-                    created_at: r.get(10)?,
-                }),
+                profile: profile(r, 6)?,
             },
             first_use: false,
             last_used_at: r.get(5)?,
@@ -69,7 +161,7 @@ pub fn resolve_store_token(
 
 /// Looks a session access token up; only a live token of a live session of an active user
 /// resolves.
-pub fn resolve_session(
+fn resolve_session(
     c: &Connection,
     hash: &[u8],
     now: DateTime<Utc>,
@@ -92,13 +184,7 @@ pub fn resolve_session(
                     session_id: r.get(1)?,
                     pair_id: r.get(2)?,
                 },
-                profile: Arc::new(Profile {
-                    email: r.get(5)?,
-                    locale: r.get(6)?,
-                    totp_enabled: r.get(7)?,
-                    msgapp_enabled: r.get(8)?,
-                    created_at: r.get(9)?,
-                }),
+                profile: profile(r, 5)?,
             },
             first_use: r.get(3)?,
             last_used_at: r.get(4)?,
@@ -106,47 +192,6 @@ pub fn resolve_session(
         })
     })
     .optional()?)
-}
-
-/// Records the first use of an access token (a refresh retry must see it) and, when
-/// `stale`, the session's `last_used_at`; a store token's `last_used_at` every time.
-pub fn note_use(
-    tx: &Transaction<'_>,
-    credential: &Credential,
-    first_use: bool,
-    stale: bool,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
-    let now = time::format(now);
-    let (session_id, pair_id) = match credential {
-        Credential::Session {
-            session_id,
-            pair_id,
-        } => (session_id, pair_id),
-        Credential::StoreToken { token_id, .. } => {
-            crate::db::exec(
-                tx,
-                "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1",
-                params![token_id, now],
-            )?;
-            return Ok(());
-        }
-    };
-    if first_use {
-        crate::db::exec(
-            tx,
-            "UPDATE token_pairs SET access_used_at = ?2 WHERE id = ?1 AND access_used_at IS NULL",
-            params![pair_id, now],
-        )?;
-    }
-    if stale {
-        crate::db::exec(
-            tx,
-            "UPDATE sessions SET last_used_at = ?2 WHERE id = ?1",
-            params![session_id, now],
-        )?;
-    }
-    Ok(())
 }
 
 /// The caller's role in a store, if they can see it. Owners of the organization own all of
