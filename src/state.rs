@@ -38,6 +38,8 @@ pub struct Shared {
     pub limits: Arc<RateLimits>,
     /// Bearer tokens resolved recently (see `http::auth::TokenCache`).
     pub tokens: Arc<crate::http::auth::TokenCache>,
+    /// The credential tables `http::auth` resolves tokens and store roles in.
+    pub credentials: Arc<dyn crate::http::auth::Credentials>,
     pub hasher: Hasher,
     /// Seals the secrets that must be read back (webhook signing secrets).
     pub secret_box: crate::secrets::SecretBox,
@@ -74,6 +76,7 @@ impl AppState {
             hmac_key,
             limits: Arc::new(limits),
             tokens: Arc::default(),
+            credentials: Arc::new(crate::auth::store::CredentialTables),
             hasher,
             secret_box,
             webhooks,

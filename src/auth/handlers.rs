@@ -188,19 +188,19 @@ pub async fn logout(
 /// The signed-in user.
 #[utoipa::path(get, path = "/me", tag = "me", security(("bearer" = [])),
     responses((status = 200, body = UserOut), (status = 401, body = crate::error::ErrorBody)))]
-pub async fn get_me(UserSession(p): UserSession) -> Json<UserOut> {
+pub async fn get_me(UserSession(p): UserSession) -> Result<Json<UserOut>, AppError> {
     // The token lookup already read the account, in this same request.
     let u = &p.profile;
-    Json(UserOut {
+    Ok(Json(UserOut {
         id: p.user_id,
         email: u.email.clone(),
-        locale: Locale::parse(&u.locale).unwrap_or(Locale::PtBr),
+        locale: Locale::stored(&u.locale)?,
         two_factor: TwoFactorOut {
             totp: u.totp_enabled,
             msgapp: u.msgapp_enabled,
         },
         created_at: u.created_at.clone(),
-    })
+    }))
 }
 
 /// Updates the signed-in user's settings.

@@ -8,6 +8,8 @@
 //! - Refresh runs in one writer transaction, so concurrent presentations of one token each
 //!   land on exactly one row of spec 3's table and at most one pair is ever live.
 //! - An unknown e-mail costs the same as a wrong password and answers the same.
+//! - Every request's bearer token is resolved here (`store::CredentialTables`, the
+//!   `http::auth::Credentials` that `state.rs` registers), in one read with the account.
 
 pub mod device;
 pub mod handlers;

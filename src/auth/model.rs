@@ -30,6 +30,14 @@ impl Locale {
         }
     }
 
+    /// A locale read back from `users.locale`: one the code does not know is an internal
+    /// error, never a silent default.
+    pub fn stored(s: &str) -> Result<Self, crate::error::AppError> {
+        Self::parse(s).ok_or_else(|| {
+            crate::error::AppError::internal(anyhow::anyhow!("stored locale {s:?} is unknown"))
+        })
+    }
+
     /// The first supported language in an `Accept-Language` header (q-values in order of
     /// appearance, as browsers send them); `pt-BR` otherwise. A bare `en` or `pt` counts.
     pub fn from_accept_language(header: Option<&str>) -> Self {

@@ -8,10 +8,11 @@ use axum::response::Response;
 use super::model::{
     ChallengeIn, CodeIn, CodeSentOut, MsgappEnableIn, OtpVerifyIn, PasswordConfirmIn, SessionOut,
 };
-use super::session::{account_disabled, confirm_password, require_recent_sign_in};
+use super::session::{account_disabled, require_recent_sign_in};
 use super::store::{self, CHALLENGE_ATTEMPTS, CODE_TTL, CodeOwner};
 use super::two_factor::{
-    Check, Method, invalid_challenge, invalid_code, msgapp_not_enabled, verify_challenge,
+    Check, Method, invalid_challenge, invalid_code, msgapp_not_enabled, turn_factor_off,
+    verify_challenge,
 };
 use crate::error::{AppError, ErrorCode};
 use crate::http::auth::UserSession;
@@ -143,7 +144,7 @@ pub async fn msgapp_confirm(
                 return Ok(Err(wrong()));
             }
             store::use_code(tx, &code.id)?;
-            store::set_msgapp_phone(tx, user, Some(&code.phone), now)?;
+            store::set_msgapp_phone(tx, user, &code.phone, now)?;
             Ok(Ok(()))
         })
         .await?;
@@ -161,12 +162,7 @@ pub async fn msgapp_disable(
     ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordConfirmIn>,
 ) -> Result<StatusCode, AppError> {
-    let user = confirm_password(&st, &p, addr, input.password).await?;
-    let (id, now) = (user.id, st.clock.now());
-    st.db
-        .write(move |tx| store::set_msgapp_phone(tx, id, None, now))
-        .await?;
-    Ok(StatusCode::NO_CONTENT)
+    turn_factor_off(&st, &p, addr, input.password, store::Factor::Msgapp).await
 }
 
 /// Sends a sign-in code for a challenge to the account's phone. Sending again replaces the

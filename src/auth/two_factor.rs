@@ -17,7 +17,7 @@ use super::session::{
 use super::store::{self, CHALLENGE_ATTEMPTS, ChallengeRow, FailureKind, IssuedPair, UserRow};
 use super::totp;
 use crate::error::{AppError, ErrorCode};
-use crate::http::auth::UserSession;
+use crate::http::auth::{Principal, UserSession};
 use crate::http::extract::Json;
 use crate::http::idempotency::no_store;
 use crate::http::trace::{ClientAddr, budget_key};
@@ -105,10 +105,22 @@ pub async fn totp_disable(
     ClientAddr(addr): ClientAddr,
     Json(input): Json<PasswordConfirmIn>,
 ) -> Result<StatusCode, AppError> {
-    let user = confirm_password(&st, &p, addr, input.password).await?;
+    turn_factor_off(&st, &p, addr, input.password, store::Factor::Totp).await
+}
+
+/// Both factors' `DELETE`: the account password (under the sign-in lockout), then the
+/// factor is off.
+pub(super) async fn turn_factor_off(
+    st: &AppState,
+    p: &Principal,
+    addr: std::net::IpAddr,
+    password: String,
+    factor: store::Factor,
+) -> Result<StatusCode, AppError> {
+    let user = confirm_password(st, p, addr, password).await?;
     let (id, now) = (user.id, st.clock.now());
     st.db
-        .write(move |tx| store::disable_totp(tx, id, now))
+        .write(move |tx| store::disable_factor(tx, id, factor, now))
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

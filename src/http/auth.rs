@@ -3,7 +3,8 @@
 //! idempotency keys are charged to); handlers ask for it with the `Principal` extractor
 //! (401 when absent) or `MaybePrincipal`. A resolved token is remembered in [`TokenCache`]
 //! only until a credential table changes (`Db::credentials_epoch`) or the token expires, so
-//! a revoked, expired or retired token is still refused on its very next use.
+//! a revoked, expired or retired token is still refused on its very next use. The tables
+//! are read through [`Credentials`], which the auth area implements (http names no area).
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header;
@@ -11,7 +12,7 @@ use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, Transaction};
 use std::sync::PoisonError;
 
 use super::rate_limit::CredentialId;
@@ -20,7 +21,7 @@ use crate::ids::{PairId, SessionId, UserId};
 use crate::state::AppState;
 use crate::{secrets, time};
 
-/// How often `sessions.last_used_at` is written at most.
+/// How often a credential's `last_used_at` is written at most.
 const LAST_USED_GRANULARITY: chrono::Duration = chrono::Duration::seconds(60);
 
 /// The kind of credential behind a request.
@@ -129,13 +130,58 @@ impl<S: Send + Sync> FromRequestParts<S> for MaybePrincipal {
     }
 }
 
+/// What a bearer token resolved to, as [`Credentials::resolve`] read it.
 #[derive(Clone)]
-struct Resolved {
-    principal: Principal,
-    first_use: bool,
-    last_used_at: Option<String>,
+pub struct Resolved {
+    pub principal: Principal,
+    /// An access token used for the first time (a store token never is).
+    pub first_use: bool,
+    pub last_used_at: Option<String>,
     /// When the token stops working by itself; `None` for a store token without expiry.
-    expires_at: Option<String>,
+    pub expires_at: Option<String>,
+}
+
+/// Which table a bearer token is looked up in, told by its format alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    Session,
+    StoreToken,
+}
+
+/// The credential tables behind the middleware and extractors here. `http` names no area,
+/// so the auth area implements this and `state.rs` registers it in `AppState` (as it
+/// registers job kinds). Each call but `kind` runs on a database thread, given its connection.
+pub trait Credentials: Send + Sync {
+    fn kind(&self, token: &str) -> TokenKind;
+
+    /// The live credential whose token hashes to `hash`, with its active user; `None` when
+    /// there is none.
+    fn resolve(
+        &self,
+        c: &Connection,
+        kind: TokenKind,
+        hash: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Option<Resolved>, AppError>;
+
+    /// Records a use: the access token's first (`first_use`), and the credential's
+    /// `last_used_at` (`stale`).
+    fn note_use(
+        &self,
+        tx: &Transaction<'_>,
+        credential: &Credential,
+        first_use: bool,
+        stale: bool,
+        now: DateTime<Utc>,
+    ) -> Result<(), AppError>;
+
+    /// The organization of `store` and `user`'s role there; `None` when they cannot see it.
+    fn store_role(
+        &self,
+        c: &Connection,
+        store: crate::ids::StoreId,
+        user: UserId,
+    ) -> Result<Option<(crate::ids::TenantId, super::permissions::Role)>, AppError>;
 }
 
 /// Bearer tokens resolved recently, by the sha256 of their value. Resolving a token is a
@@ -193,10 +239,6 @@ impl TokenCache {
     }
 }
 
-/// Prefixes of store API token values, current and legacy. Clients must treat tokens as
-/// opaque; the server may use its own formats to pick the table to look in.
-const STORE_TOKEN_PREFIXES: [&str; 2] = ["svc_st_", "bod_"];
-
 pub fn scopes_from_json(json: &str) -> super::permissions::PermissionSet {
     use super::permissions::{Permission, PermissionSet};
     let codes: Vec<String> = serde_json::from_str(json).unwrap_or_default();
@@ -204,62 +246,6 @@ pub fn scopes_from_json(json: &str) -> super::permissions::PermissionSet {
         return PermissionSet::all();
     }
     PermissionSet::of(codes.iter().filter_map(|c| Permission::parse(c)))
-}
-
-/// Looks a store API token up: live (not expired), its issuer active and still in the
-/// store (a member, or an owner of its organization).
-fn resolve_store_token(
-    c: &Connection,
-    hash: &[u8],
-    now: DateTime<Utc>,
-) -> Result<Option<Resolved>, AppError> {
-    Ok(c.prepare_cached(
-        "SELECT * FROM (
-             SELECT t.created_by, t.id, t.store_id, t.name, t.scopes, t.last_used_at,
-                    u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
-                    u.created_at, s.tenant_id,
-                    CASE WHEN EXISTS (SELECT 1 FROM tenant_members tm
-                                      WHERE tm.tenant_id = s.tenant_id
-                                        AND tm.user_id = t.created_by AND tm.role = 'owner')
-                         THEN 'owner'
-                         ELSE (SELECT m.role FROM store_members m
-                               WHERE m.store_id = t.store_id AND m.user_id = t.created_by)
-                    END AS role,
-                    t.expires_at
-             FROM api_tokens t
-             JOIN users u ON u.id = t.created_by
-             JOIN stores s ON s.id = t.store_id
-             WHERE t.token_hash = ?1 AND (t.expires_at IS NULL OR t.expires_at > ?2)
-               AND u.disabled_at IS NULL)
-         WHERE role IS NOT NULL",
-    )?
-    .query_row(params![hash, time::format(now)], |r| {
-        Ok(Resolved {
-            principal: Principal {
-                user_id: r.get(0)?,
-                credential: Credential::StoreToken {
-                    token_id: r.get(1)?,
-                    store_id: r.get(2)?,
-                    name: r.get(3)?,
-                    scopes: scopes_from_json(&r.get::<_, String>(4)?),
-                    role: super::permissions::Role::parse(&r.get::<_, String>(12)?)
-                        .unwrap_or(super::permissions::Role::Viewer),
-                    tenant_id: r.get(11)?,
-                },
-                profile: std::sync::Arc::new(Profile {
-                    email: r.get(6)?,
-                    locale: r.get(7)?,
-                    totp_enabled: r.get(8)?,
-                    msgapp_enabled: r.get(9)?,
-                    created_at: r.get(10)?,
-                }),
-            },
-            first_use: false,
-            last_used_at: r.get(5)?,
-            expires_at: r.get(13)?,
-        })
-    })
-    .optional()?)
 }
 
 fn bearer(req: &Request) -> Option<&str> {
@@ -271,68 +257,21 @@ fn bearer(req: &Request) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// Looks a session access token up; only a live token of a live session of an active user
-/// resolves.
-fn resolve_session(
-    c: &Connection,
-    hash: &[u8],
-    now: DateTime<Utc>,
-) -> Result<Option<Resolved>, AppError> {
-    Ok(c.prepare_cached(
-        "SELECT s.user_id, s.id, p.id, p.access_used_at IS NULL, s.last_used_at,
-                u.email, u.locale, u.totp_secret IS NOT NULL, u.msgapp_phone IS NOT NULL,
-                u.created_at, p.access_expires_at
-         FROM token_pairs p
-         JOIN sessions s ON s.id = p.session_id
-         JOIN users u ON u.id = s.user_id
-         WHERE p.access_hash = ?1 AND p.access_expires_at > ?2 AND p.retired_at IS NULL
-           AND s.revoked_at IS NULL AND u.disabled_at IS NULL",
-    )?
-    .query_row(params![hash, time::format(now)], |r| {
-        Ok(Resolved {
-            principal: Principal {
-                user_id: r.get(0)?,
-                credential: Credential::Session {
-                    session_id: r.get(1)?,
-                    pair_id: r.get(2)?,
-                },
-                profile: std::sync::Arc::new(Profile {
-                    email: r.get(5)?,
-                    locale: r.get(6)?,
-                    totp_enabled: r.get(7)?,
-                    msgapp_enabled: r.get(8)?,
-                    created_at: r.get(9)?,
-                }),
-            },
-            first_use: r.get(3)?,
-            last_used_at: r.get(4)?,
-            expires_at: r.get(10)?,
-        })
-    })
-    .optional()?)
-}
-
 /// Resolves the bearer token, if any, into request extensions. Never rejects: an invalid
 /// token leaves the request anonymous, and the `Principal` extractor answers 401.
 pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     if let Some(token) = bearer(&req) {
         let (hash, now) = (secrets::hash(token), st.clock.now());
-        let store_token = STORE_TOKEN_PREFIXES.iter().any(|p| token.starts_with(p));
+        let kind = st.credentials.kind(token);
         // Read before the database: a change committed after this moves it on.
         let epoch = st.db.credentials_epoch();
         let found = match st.tokens.get(&hash, epoch, now) {
             Some(hit) => Ok(Some(hit)),
             None => {
-                let key = hash.clone();
+                let (key, credentials) = (hash.clone(), st.credentials.clone());
                 let found = st
                     .db
-                    .read(move |c| {
-                        if store_token {
-                            resolve_store_token(c, &hash, now)
-                        } else {
-                            resolve_session(c, &hash, now)
-                        }
-                    })
+                    .read(move |c| credentials.resolve(c, kind, &hash, now))
                     .await;
                 if let Ok(Some(found)) = &found {
                     st.tokens.put(key, epoch, found);
@@ -368,36 +307,11 @@ async fn note_use(st: &AppState, found: &Resolved, now: DateTime<Utc>) {
     if !found.first_use && !stale {
         return;
     }
-    let credential = found.principal.credential.clone();
-    let first_use = found.first_use;
+    let (credential, first_use) = (found.principal.credential.clone(), found.first_use);
+    let credentials = st.credentials.clone();
     let res = st
         .db
-        .write(move |tx| {
-            let now = time::format(now);
-            let (session_id, pair_id) = match credential {
-                Credential::Session { session_id, pair_id } => (session_id, pair_id),
-                Credential::StoreToken { token_id, .. } => {
-                    crate::db::exec(tx,
-                        "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1",
-                        params![token_id, now],
-                    )?;
-                    return Ok(());
-                }
-            };
-            if first_use {
-                crate::db::exec(tx,
-                    "UPDATE token_pairs SET access_used_at = ?2 WHERE id = ?1 AND access_used_at IS NULL",
-                    params![pair_id, now],
-                )?;
-            }
-            if stale {
-                crate::db::exec(tx,
-                    "UPDATE sessions SET last_used_at = ?2 WHERE id = ?1",
-                    params![session_id, now],
-                )?;
-            }
-            Ok(())
-        })
+        .write(move |tx| credentials.note_use(tx, &credential, first_use, stale, now))
         .await;
     if let Err(e) = res {
         tracing::warn!(error = ?e, "could not record a token's use");
@@ -436,32 +350,6 @@ pub fn missing_permission(p: super::permissions::Permission) -> AppError {
         format!("this needs the {} permission", p.code()),
     )
     .with_details(serde_json::json!({ "permission": p.code() }))
-}
-
-/// The caller's role in a store, if they can see it. Owners of the organization own all of
-/// its stores.
-pub fn store_role(
-    c: &Connection,
-    store: crate::ids::StoreId,
-    user: UserId,
-) -> Result<Option<(crate::ids::TenantId, super::permissions::Role)>, AppError> {
-    let row: Option<(crate::ids::TenantId, Option<String>)> = c
-        .prepare_cached(
-            "SELECT s.tenant_id,
-                    CASE WHEN EXISTS (SELECT 1 FROM tenant_members tm
-                                      WHERE tm.tenant_id = s.tenant_id AND tm.user_id = ?2
-                                        AND tm.role = 'owner')
-                         THEN 'owner'
-                         ELSE (SELECT role FROM store_members sm
-                               WHERE sm.store_id = s.id AND sm.user_id = ?2) END
-             FROM stores s WHERE s.id = ?1",
-        )?
-        .query_row(params![store, user], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    Ok(row.and_then(|(tenant, role)| {
-        role.and_then(|r| super::permissions::Role::parse(&r))
-            .map(|r| (tenant, r))
-    }))
 }
 
 impl FromRequestParts<AppState> for StoreScope {
@@ -515,10 +403,10 @@ impl StoreScope {
                 (*tenant_id, *role, *scopes)
             }
             Credential::Session { .. } => {
-                let user = principal.user_id;
+                let (user, credentials) = (principal.user_id, st.credentials.clone());
                 let (tenant_id, role) = st
                     .db
-                    .read(move |c| store_role(c, store_id, user))
+                    .read(move |c| credentials.store_role(c, store_id, user))
                     .await?
                     .ok_or_else(not_found)?;
                 (tenant_id, role, super::permissions::PermissionSet::all())

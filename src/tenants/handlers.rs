@@ -69,7 +69,7 @@ pub async fn create_tenant(
     if plan.as_ref().is_some_and(|c| c.len() > 64) {
         return Err(AppError::field("plan_code", "is not a plan"));
     }
-    let locale = Locale::parse(&p.profile.locale).unwrap_or(Locale::PtBr);
+    let locale = Locale::stored(&p.profile.locale)?;
     let (user, now) = (p.user_id, st.clock.now());
     let tenant = st
         .db

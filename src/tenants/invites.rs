@@ -205,7 +205,7 @@ pub async fn accept_invite(
             // The inviter must still be allowed to invite with that role: an invite does
             // not outlive its author's rights.
             .filter(|p| {
-                crate::http::auth::store_role(c, p.store, p.invited_by)
+                crate::auth::store::store_role(c, p.store, p.invited_by)
                     .ok()
                     .flatten()
                     .is_some_and(|(_, r)| {

@@ -140,7 +140,7 @@ pub async fn list_members(
             |m| MemberOut {
                 user_id: m.user_id,
                 email: m.email,
-                role: Role::parse(&m.role).unwrap_or(Role::Viewer),
+                role: m.role,
                 created_at: m.created_at,
             },
         )

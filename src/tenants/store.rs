@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use super::model::{StoreOut, TenantOut};
 use crate::auth::model::Locale;
 use crate::error::{AppError, ErrorCode, ResultExt};
+use crate::http::permissions::Role;
 use crate::ids::{StoreId, TenantId, UserId};
 use crate::text::slugify;
 use crate::time;
@@ -256,7 +257,7 @@ pub fn add_store_member(
 pub struct MemberRow {
     pub user_id: UserId,
     pub email: String,
-    pub role: String,
+    pub role: Role,
     pub created_at: String,
 }
 
@@ -281,7 +282,7 @@ pub fn list_members(
             Ok(MemberRow {
                 user_id: r.get(0)?,
                 email: r.get(1)?,
-                role: r.get(2)?,
+                role: crate::db::parse_column(r, 2, Role::parse)?,
                 created_at: r.get(3)?,
             })
         })?

@@ -436,3 +436,37 @@ async fn an_organization_owner_cannot_be_removed_from_one_of_its_stores() {
     .await
     .expect_error(409, "conflict");
 }
+
+/// A stored role or locale the code does not know is a 500, never read as a default (a
+/// viewer, no access, pt-BR). The CHECK constraints keep such values out of the file; one
+/// edited by hand, or written by a newer release, can still hold them.
+#[tokio::test]
+async fn unknown_stored_roles_and_locales_are_internal_errors() {
+    let app = spawn_app().await;
+    let t = team(&app).await;
+    let (s, u) = (t.store.clone(), t.staff_id.clone());
+    app.state
+        .db
+        .write(move |tx| {
+            tx.execute_batch("PRAGMA ignore_check_constraints = ON")?;
+            tx.execute(
+                "UPDATE store_members SET role = 'auditor' WHERE store_id = ?1 AND user_id = ?2",
+                [&s, &u],
+            )?;
+            tx.execute("UPDATE users SET locale = 'fr-FR' WHERE id = ?1", [&u])?;
+            tx.execute_batch("PRAGMA ignore_check_constraints = OFF")?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let members = format!("/v1/stores/{}/members", t.store);
+    app.call(get(), &members, &t.owner, None)
+        .await
+        .expect_error(500, "internal_error");
+    app.call(get(), &members, &t.staff, None)
+        .await
+        .expect_error(500, "internal_error");
+    app.call(get(), "/v1/me", &t.staff, None)
+        .await
+        .expect_error(500, "internal_error");
+}
