@@ -8,7 +8,7 @@ use super::model::{TokenIn, TokenOut};
 use super::store;
 use crate::audit::{self, Actor};
 use crate::error::{AppError, ErrorCode};
-use crate::http::auth::{Credential, StoreScope, missing_permission, scopes_from_json};
+use crate::http::auth::{Credential, StoreScope, missing_permission};
 use crate::http::extract::{Json, Path, text};
 use crate::http::idempotency::sealed_store;
 use crate::http::page::{Page, PageQuery, Paged};
@@ -53,8 +53,7 @@ fn check_scopes(scope: &StoreScope, scopes: &[String]) -> Result<Vec<String>, Ap
 /// 403 `missing_permission` unless the caller holds everything token `t` can do (its scopes
 /// within the issuer's role, taken as the caller's role).
 fn outranks(caller: PermissionSet, role: PermissionSet, t: &TokenOut) -> Result<(), AppError> {
-    let scopes_json = serde_json::to_string(&t.scopes).unwrap_or_default();
-    if caller.contains_all(role.intersect(scopes_from_json(&scopes_json))) {
+    if caller.contains_all(role.intersect(PermissionSet::from_scopes(&t.scopes))) {
         Ok(())
     } else {
         Err(missing_permission(Permission::ApiTokensWrite))

@@ -10,7 +10,7 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header;
 use axum::http::request::Parts;
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Transaction};
 use std::sync::PoisonError;
@@ -239,15 +239,6 @@ impl TokenCache {
     }
 }
 
-pub fn scopes_from_json(json: &str) -> super::permissions::PermissionSet {
-    use super::permissions::{Permission, PermissionSet};
-    let codes: Vec<String> = serde_json::from_str(json).unwrap_or_default();
-    if codes.iter().any(|c| c == "*") {
-        return PermissionSet::all();
-    }
-    PermissionSet::of(codes.iter().filter_map(|c| Permission::parse(c)))
-}
-
 fn bearer(req: &Request) -> Option<&str> {
     let v = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
@@ -290,7 +281,9 @@ pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Ne
                 req.extensions_mut().insert(found.principal);
             }
             Ok(None) => tracing::debug!("bearer token did not resolve"),
-            Err(e) => tracing::error!(error = ?e, "could not resolve a bearer token"),
+            // A database that cannot answer (503 when its queue is full) is not a bad
+            // token: a 401 would send the client to sign in again.
+            Err(e) => return e.into_response(),
         }
     }
     next.run(req).await

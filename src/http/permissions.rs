@@ -88,6 +88,15 @@ impl Permission {
 pub struct PermissionSet(u64);
 
 impl PermissionSet {
+    /// A token's scopes: its permission codes, or `*` for all. A code this version does not
+    /// know grants nothing.
+    pub fn from_scopes(codes: &[String]) -> Self {
+        if codes.iter().any(|c| c == "*") {
+            return Self::all();
+        }
+        Self::of(codes.iter().filter_map(|c| Permission::parse(c)))
+    }
+
     pub fn all() -> Self {
         Self::of(Permission::ALL.iter().copied())
     }

@@ -444,7 +444,10 @@ async fn an_organization_owner_cannot_be_removed_from_one_of_its_stores() {
 async fn unknown_stored_roles_and_locales_are_internal_errors() {
     let app = spawn_app().await;
     let t = team(&app).await;
-    let (s, u) = (t.store.clone(), t.staff_id.clone());
+    let token = app
+        .store_token(&t.admin, &t.store, json!(["orders.read"]))
+        .await;
+    let (s, u, a) = (t.store.clone(), t.staff_id.clone(), t.admin_id.clone());
     app.state
         .db
         .write(move |tx| {
@@ -454,6 +457,10 @@ async fn unknown_stored_roles_and_locales_are_internal_errors() {
                 [&s, &u],
             )?;
             tx.execute("UPDATE users SET locale = 'fr-FR' WHERE id = ?1", [&u])?;
+            tx.execute(
+                "UPDATE store_members SET role = 'auditor' WHERE store_id = ?1 AND user_id = ?2",
+                [&s, &a],
+            )?;
             tx.execute_batch("PRAGMA ignore_check_constraints = OFF")?;
             Ok(())
         })
@@ -467,6 +474,12 @@ async fn unknown_stored_roles_and_locales_are_internal_errors() {
         .await
         .expect_error(500, "internal_error");
     app.call(get(), "/v1/me", &t.staff, None)
+        .await
+        .expect_error(500, "internal_error");
+    // A token whose issuer's role cannot be read is a server fault, not a bad token: a 401
+    // would send the integrator to rotate a token that is fine.
+    let orders = format!("/v1/stores/{}/orders", t.store);
+    app.call(get(), &orders, &token, None)
         .await
         .expect_error(500, "internal_error");
 }

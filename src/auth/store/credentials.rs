@@ -8,10 +8,8 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use std::sync::Arc;
 
 use crate::error::AppError;
-use crate::http::auth::{
-    Credential, Credentials, Principal, Profile, Resolved, TokenKind, scopes_from_json,
-};
-use crate::http::permissions::Role;
+use crate::http::auth::{Credential, Credentials, Principal, Profile, Resolved, TokenKind};
+use crate::http::permissions::{PermissionSet, Role};
 use crate::ids::{StoreId, TenantId, UserId};
 use crate::time;
 
@@ -145,7 +143,9 @@ fn resolve_store_token(
                     token_id: r.get(1)?,
                     store_id: r.get(2)?,
                     name: r.get(3)?,
-                    scopes: scopes_from_json(&r.get::<_, String>(4)?),
+                    scopes: PermissionSet::from_scopes(&crate::db::json_column::<Vec<String>>(
+                        r, 4,
+                    )?),
                     role: crate::db::parse_column(r, 12, Role::parse)?,
                     tenant_id: r.get(11)?,
                 },
