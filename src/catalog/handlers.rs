@@ -29,6 +29,19 @@ pub fn check_slug(v: &str) -> Result<String, AppError> {
     Ok(v.to_owned())
 }
 
+/// The optional text fields a create and an update check alike.
+fn slug_and_description(
+    slug: &Option<String>,
+    description: &Option<String>,
+) -> Result<(Option<String>, Option<String>), AppError> {
+    let slug = slug.as_deref().map(check_slug).transpose()?;
+    let description = description
+        .as_deref()
+        .map(|d| text("description", d, 0, 65_535))
+        .transpose()?;
+    Ok((slug, description))
+}
+
 fn check_tags(tags: &[String]) -> Result<Vec<String>, AppError> {
     if tags.len() > 50 {
         return Err(AppError::field("tags", "at most 50 tags"));
@@ -181,12 +194,7 @@ pub async fn create_product(
 ) -> Result<(StatusCode, Json<ProductOut>), AppError> {
     scope.require(Permission::ProductsWrite)?;
     let title = text("title", &input.title, 1, 255)?;
-    let slug = input.slug.as_deref().map(check_slug).transpose()?;
-    let description = input
-        .description
-        .as_deref()
-        .map(|d| text("description", d, 0, 65_535))
-        .transpose()?;
+    let (slug, description) = slug_and_description(&input.slug, &input.description)?;
     let tags = check_tags(input.tags.as_deref().unwrap_or_default())?;
     let variants = check_variants(&input.variants)?;
     let (store, actor, now) = (scope.store_id, Actor::of(&scope), st.clock.now());
@@ -272,12 +280,7 @@ pub async fn update_product(
         .as_deref()
         .map(|t| text("title", t, 1, 255))
         .transpose()?;
-    let slug = input.slug.as_deref().map(check_slug).transpose()?;
-    let description = input
-        .description
-        .as_deref()
-        .map(|d| text("description", d, 0, 65_535))
-        .transpose()?;
+    let (slug, description) = slug_and_description(&input.slug, &input.description)?;
     let tags = input.tags.as_deref().map(check_tags).transpose()?;
     let variants = input.variants.as_deref().map(check_variants).transpose()?;
     let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
