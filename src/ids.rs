@@ -97,3 +97,7 @@ id_type!(PaymentId);
 id_type!(RefundId);
 id_type!(ReviewId);
 id_type!(AdjustmentId);
+id_type!(ChannelId);
+id_type!(ConversationId);
+id_type!(MessageId);
+id_type!(NoteId);

@@ -18,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod ids;
+pub mod inbox;
 pub mod inventory;
 pub mod jobs;
 pub mod msgapp;
@@ -67,6 +68,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(orders::routes())
         .merge(inventory::routes())
         .merge(reviews::routes())
+        .merge(inbox::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

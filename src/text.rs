@@ -28,6 +28,51 @@ pub fn slugify(name: &str) -> String {
     if s.is_empty() { "store".into() } else { s }
 }
 
+/// Declares an enum of snake_case text values (a status, a kind) with serde, OpenAPI,
+/// `ALL`, `as_str`, `parse`, and SQLite binding: a stored value this version does not know
+/// reads as an error, never as a default.
+#[macro_export]
+macro_rules! text_enum {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),*
+        }
+
+        impl $name {
+            pub const ALL: &'static [Self] = &[$(Self::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $text),* }
+            }
+
+            pub fn parse(s: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == s)
+            }
+        }
+
+        impl rusqlite::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(
+                v: rusqlite::types::ValueRef<'_>,
+            ) -> rusqlite::types::FromSqlResult<Self> {
+                let s = v.as_str()?;
+                Self::parse(s).ok_or_else(|| {
+                    rusqlite::types::FromSqlError::Other(
+                        format!("{s:?} is not a {}", stringify!($name)).into(),
+                    )
+                })
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

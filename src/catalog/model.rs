@@ -1,6 +1,6 @@
 //! Catalog DTOs (issue 6).
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::ids::{CategoryId, ProductId, StoreId, VariantId};
@@ -131,16 +131,9 @@ pub struct CategoryIn {
 pub struct CategoryPatch {
     pub name: Option<String>,
     pub slug: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schema(value_type = Option<CategoryId>)]
     pub parent_id: Option<Option<CategoryId>>,
-}
-
-/// Tells a field sent as null (Some(None)) from one left out (None).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -194,3 +194,11 @@ where
         }
     }
 }
+
+/// For `#[serde(default, deserialize_with = "present")]` on an `Option<Option<T>>` field:
+/// tells a field sent as null (`Some(None)`: clear it) from one left out (`None`: keep it).
+pub fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}

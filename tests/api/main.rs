@@ -8,6 +8,7 @@ mod conventions;
 mod customers;
 mod idempotency;
 mod identity;
+mod inbox;
 mod inventory;
 mod jobs;
 mod layers;

@@ -324,6 +324,20 @@ async fn the_authorization_table_for_store_routes() {
         ),
         (
             get(),
+            format!("{p}/channels"),
+            None,
+            Some("stores.edit"),
+            &["owner", "admin"],
+        ),
+        (
+            post(),
+            format!("{p}/channels"),
+            Some(json!({"kind": "storefront_chat", "name": "Chat {n}"})),
+            Some("stores.edit"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
             tokens_path.clone(),
             None,
             Some("api_tokens.read"),

@@ -1,0 +1,29 @@
+//! The shared inbox (issue 15; spec 2.8, 3 "Message delivery", 4.8, 4.9, 5 rule 8, 6.2–6.4).
+//!
+//! Invariants:
+//! - Every query is scoped by store; another store's channel or conversation is 404.
+//! - Channel secrets (`app_secret`, `verify_token`, `inbound_secret`) are sealed with
+//!   `secrets.key` and never returned; a chat channel's `key` is public by design.
+//! - Messages are ordered by `seq`, assigned by the single writer in commit order, so the
+//!   catch-up recipe (`after=<last id>`, then `cursor`) loses and repeats nothing.
+//! - A message and its conversation's counters (unread, waiting since, last activity) change
+//!   in one transaction.
+
+pub mod channels;
+pub mod model;
+pub mod store;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(channels::list_channels, channels::create_channel))
+        .routes(routes!(
+            channels::get_channel,
+            channels::update_channel,
+            channels::delete_channel
+        ))
+}

@@ -1,0 +1,822 @@
+//! SQL of the inbox; every query is scoped by store (or by a conversation found in one).
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::model::{
+    ChannelKind, ChannelOut, Contact, ConversationCounts, ConversationOut, ConversationSort,
+    ConversationStatus, DeliveryStatus, InboxRow, MessageOut, NoteOut, Priority, Sender,
+};
+use crate::db::rendered::Position;
+use crate::error::AppError;
+use crate::ids::{ChannelId, ConversationId, MessageId, NoteId, StoreId, UserId};
+use crate::time;
+
+// ---- channels ---------------------------------------------------------------------------
+
+const CHANNEL_COLUMNS: &str =
+    "id, store_id, kind, name, key, enabled, allowed_origins, settings, created_at, updated_at";
+
+fn channel_row(r: &Row<'_>) -> rusqlite::Result<ChannelOut> {
+    Ok(ChannelOut {
+        id: r.get(0)?,
+        store_id: r.get(1)?,
+        kind: r.get(2)?,
+        name: r.get(3)?,
+        key: r.get(4)?,
+        enabled: r.get(5)?,
+        allowed_origins: crate::db::json_column(r, 6)?,
+        settings: crate::db::json_column(r, 7)?,
+        created_at: r.get(8)?,
+        updated_at: r.get(9)?,
+    })
+}
+
+/// A channel as stored: what it shows, and its sealed secrets.
+pub struct NewChannel<'a> {
+    pub id: ChannelId,
+    pub store: StoreId,
+    pub kind: ChannelKind,
+    pub name: &'a str,
+    pub key: Option<&'a str>,
+    pub allowed_origins: &'a [String],
+    pub settings: &'a serde_json::Map<String, serde_json::Value>,
+    pub secrets: Option<&'a [u8]>,
+}
+
+pub fn insert_channel(
+    tx: &Transaction<'_>,
+    c: &NewChannel<'_>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let now = time::format(now);
+    crate::db::exec(
+        tx,
+        "INSERT INTO channels (id, store_id, kind, name, key, allowed_origins, settings, secrets,
+                               created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+        params![
+            c.id,
+            c.store,
+            c.kind,
+            c.name,
+            c.key,
+            json(c.allowed_origins)?,
+            json(c.settings)?,
+            c.secrets,
+            now
+        ],
+    )?;
+    Ok(())
+}
+
+fn json<T: serde::Serialize + ?Sized>(v: &T) -> Result<String, AppError> {
+    serde_json::to_string(v).map_err(AppError::internal)
+}
+
+pub fn get_channel(
+    c: &Connection,
+    store: StoreId,
+    id: ChannelId,
+) -> Result<Option<ChannelOut>, AppError> {
+    let sql = format!("SELECT {CHANNEL_COLUMNS} FROM channels WHERE store_id = ?1 AND id = ?2");
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, id], channel_row)
+        .optional()?)
+}
+
+/// The channel a widget names by its public key, whatever its store.
+pub fn channel_by_key(c: &Connection, key: &str) -> Result<Option<ChannelOut>, AppError> {
+    let sql = format!("SELECT {CHANNEL_COLUMNS} FROM channels WHERE key = ?1");
+    Ok(c.prepare_cached(&sql)?
+        .query_row([key], channel_row)
+        .optional()?)
+}
+
+/// A channel's sealed secrets, if it has any.
+pub fn channel_secrets(
+    c: &Connection,
+    store: StoreId,
+    id: ChannelId,
+) -> Result<Option<Vec<u8>>, AppError> {
+    Ok(
+        c.prepare_cached("SELECT secrets FROM channels WHERE store_id = ?1 AND id = ?2")?
+            .query_row(params![store, id], |r| r.get(0))
+            .optional()?
+            .flatten(),
+    )
+}
+
+pub fn list_channels(
+    c: &Connection,
+    store: StoreId,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<ChannelOut>, AppError> {
+    let (at, id) = after
+        .cloned()
+        .unwrap_or_else(|| ("9999".into(), String::new()));
+    let sql = format!(
+        "SELECT {CHANNEL_COLUMNS} FROM channels WHERE store_id = ?1 AND (created_at, id) < (?2, ?3)
+         ORDER BY created_at DESC, id DESC LIMIT {limit} OFFSET ?4"
+    );
+    c.prepare_cached(&sql)?
+        .query_map(params![store, at, id, offset], channel_row)?
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
+}
+
+pub fn count_channels(c: &Connection, store: StoreId) -> Result<i64, AppError> {
+    Ok(
+        c.prepare_cached("SELECT COUNT(*) FROM channels WHERE store_id = ?1")?
+            .query_row([store], |r| r.get(0))?,
+    )
+}
+
+/// The fields an update sets; None keeps a field.
+#[derive(Default)]
+pub struct ChannelChange {
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub settings: Option<serde_json::Map<String, serde_json::Value>>,
+    pub secrets: Option<Vec<u8>>,
+}
+
+/// False when the store has no such channel.
+pub fn update_channel(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ChannelId,
+    ch: &ChannelChange,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let origins = ch.allowed_origins.as_ref().map(json).transpose()?;
+    let settings = ch.settings.as_ref().map(json).transpose()?;
+    let n = crate::db::exec(
+        tx,
+        "UPDATE channels SET name = COALESCE(?3, name), enabled = COALESCE(?4, enabled),
+                allowed_origins = COALESCE(?5, allowed_origins),
+                settings = COALESCE(?6, settings), secrets = COALESCE(?7, secrets),
+                updated_at = ?8
+         WHERE store_id = ?1 AND id = ?2",
+        params![
+            store,
+            id,
+            ch.name,
+            ch.enabled,
+            origins,
+            settings,
+            ch.secrets,
+            time::format(now)
+        ],
+    )?;
+    Ok(n == 1)
+}
+
+/// Deletes the channel and its conversations; false when the store has no such channel.
+pub fn delete_channel(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ChannelId,
+) -> Result<bool, AppError> {
+    let n = crate::db::exec(
+        tx,
+        "DELETE FROM channels WHERE store_id = ?1 AND id = ?2",
+        params![store, id],
+    )?;
+    Ok(n == 1)
+}
+
+// ---- conversations ----------------------------------------------------------------------
+
+const CONVERSATION_COLUMNS: &str = "c.id, c.store_id, c.channel_id, c.channel_kind, c.status,
+    c.priority, c.assignee_user_id, c.labels, c.bot_active, c.unread_for_agents,
+    c.unread_for_visitor, c.contact_name, c.contact_email, c.contact_phone, c.customer_id,
+    c.last_message_at, c.reply_window_expires_at, c.snoozed_until, c.created_at, c.updated_at";
+
+/// The inbox row's extra columns, after [`CONVERSATION_COLUMNS`].
+const ROW_COLUMNS: &str = "u.email, cu.name, c.waiting_since, c.activity_at, c.priority_rank";
+
+const ROW_FROM: &str = "conversations c
+    LEFT JOIN users u ON u.id = c.assignee_user_id
+    LEFT JOIN customers cu ON cu.id = c.customer_id";
+
+fn conversation_row(r: &Row<'_>) -> rusqlite::Result<ConversationOut> {
+    Ok(ConversationOut {
+        id: r.get(0)?,
+        store_id: r.get(1)?,
+        channel_id: r.get(2)?,
+        channel_kind: r.get(3)?,
+        status: r.get(4)?,
+        priority: r.get(5)?,
+        assignee_user_id: r.get(6)?,
+        labels: crate::db::json_column(r, 7)?,
+        bot_active: r.get(8)?,
+        unread_for_agents: r.get(9)?,
+        unread_for_visitor: r.get(10)?,
+        contact: Contact {
+            name: r.get(11)?,
+            email: r.get(12)?,
+            phone: r.get(13)?,
+        },
+        customer_id: r.get(14)?,
+        last_message_at: r.get(15)?,
+        reply_window_expires_at: r.get(16)?,
+        snoozed_until: r.get(17)?,
+        created_at: r.get(18)?,
+        updated_at: r.get(19)?,
+    })
+}
+
+/// An inbox row, with the keys its list orders by: (activity_at, priority_rank).
+fn inbox_row(r: &Row<'_>) -> rusqlite::Result<(InboxRow, String, i64)> {
+    let conversation = conversation_row(r)?;
+    let display_name = display_name(&conversation.contact);
+    Ok((
+        InboxRow {
+            conversation,
+            display_name,
+            assignee_name: r.get(20)?,
+            customer_name: r.get(21)?,
+            waiting_since: r.get(22)?,
+        },
+        r.get(23)?,
+        r.get(24)?,
+    ))
+}
+
+/// The name the inbox shows for a contact.
+pub fn display_name(c: &Contact) -> String {
+    [&c.name, &c.email, &c.phone]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| "Visitor".to_owned())
+}
+
+pub struct NewConversation<'a> {
+    pub id: ConversationId,
+    pub store: StoreId,
+    pub channel: ChannelId,
+    pub kind: ChannelKind,
+    pub contact: &'a Contact,
+    pub visitor_token_hash: Option<&'a [u8]>,
+}
+
+/// Creates an open conversation, linked to the store's customer with the contact's e-mail or
+/// phone when there is one.
+pub fn insert_conversation(
+    tx: &Transaction<'_>,
+    n: &NewConversation<'_>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let customer: Option<String> = tx
+        .prepare_cached(
+            "SELECT id FROM customers WHERE store_id = ?1
+               AND ((?2 IS NOT NULL AND email = ?2) OR (?3 IS NOT NULL AND phone = ?3))
+             ORDER BY created_at LIMIT 1",
+        )?
+        .query_row(params![n.store, n.contact.email, n.contact.phone], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    let search = [&n.contact.name, &n.contact.email, &n.contact.phone]
+        .into_iter()
+        .flatten()
+        .map(|s| s.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let now = time::format(now);
+    crate::db::exec(
+        tx,
+        "INSERT INTO conversations (id, store_id, channel_id, channel_kind, contact_name,
+             contact_email, contact_phone, contact_search, customer_id, visitor_token_hash,
+             activity_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?11)",
+        params![
+            n.id,
+            n.store,
+            n.channel,
+            n.kind,
+            n.contact.name,
+            n.contact.email,
+            n.contact.phone,
+            search,
+            customer,
+            n.visitor_token_hash,
+            now
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn get_row(
+    c: &Connection,
+    store: StoreId,
+    id: ConversationId,
+) -> Result<Option<InboxRow>, AppError> {
+    let sql = format!(
+        "SELECT {CONVERSATION_COLUMNS}, {ROW_COLUMNS} FROM {ROW_FROM}
+         WHERE c.store_id = ?1 AND c.id = ?2"
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, id], inbox_row)
+        .optional()?
+        .map(|(row, ..)| row))
+}
+
+pub fn get_conversation(
+    c: &Connection,
+    store: StoreId,
+    id: ConversationId,
+) -> Result<Option<ConversationOut>, AppError> {
+    let sql = format!(
+        "SELECT {CONVERSATION_COLUMNS} FROM conversations c WHERE c.store_id = ?1 AND c.id = ?2"
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, id], conversation_row)
+        .optional()?)
+}
+
+/// The inbox list's filters, checked.
+#[derive(Debug, Clone)]
+pub struct InboxQuery {
+    pub search: Option<String>,
+    pub channel_kind: Option<ChannelKind>,
+    pub status: Option<ConversationStatus>,
+    pub priority: Option<Priority>,
+    /// `Some(None)`: unassigned.
+    pub assignee: Option<Option<UserId>>,
+    pub sort: ConversationSort,
+}
+
+fn inbox_filter(q: &InboxQuery) -> String {
+    let mut sql = crate::db::where_clause(
+        "c.store_id = ?1",
+        &[
+            (q.status.is_some(), "c.status = ?2", "?2"),
+            (q.channel_kind.is_some(), "c.channel_kind = ?3", "?3"),
+            (q.priority.is_some(), "c.priority = ?4", "?4"),
+            (
+                matches!(q.assignee, Some(Some(_))),
+                "c.assignee_user_id = ?5",
+                "?5",
+            ),
+            (
+                q.search.is_some(),
+                "(c.contact_search LIKE ?6 ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m
+                   WHERE m.conversation_id = c.id AND m.text LIKE ?6 ESCAPE '\\'))",
+                "?6",
+            ),
+        ],
+    );
+    if matches!(q.assignee, Some(None)) {
+        sql.push_str(" AND c.assignee_user_id IS NULL");
+    }
+    sql
+}
+
+/// A page of inbox rows in `q.sort`'s order, after the keyset position `after`. Positions:
+/// newest activity `(activity_at, id)`; oldest waiting `(waiting_since or "9999", id)`;
+/// priority `("rank:activity_at", id)`.
+pub fn list_rows(
+    c: &Connection,
+    store: StoreId,
+    q: &InboxQuery,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<(InboxRow, Position)>, AppError> {
+    let (order, keyset) = match q.sort {
+        ConversationSort::NewestActivity => (
+            "c.activity_at DESC, c.id DESC",
+            "(c.activity_at, c.id) < (?7, ?9)",
+        ),
+        ConversationSort::OldestWaiting => (
+            "COALESCE(c.waiting_since, '9999') ASC, c.id ASC",
+            "(COALESCE(c.waiting_since, '9999'), c.id) > (?7, ?9)",
+        ),
+        ConversationSort::Priority => (
+            "c.priority_rank DESC, c.activity_at DESC, c.id DESC",
+            "(c.priority_rank, c.activity_at, c.id) < (?8, ?7, ?9)",
+        ),
+    };
+    let (k1, rank, id) = match (after, q.sort) {
+        (None, ConversationSort::OldestWaiting) => (String::new(), 0, String::new()),
+        (None, _) => ("9999".to_owned(), 99, String::new()),
+        (Some((k, id)), ConversationSort::Priority) => {
+            let (rank, at) = k.split_once(':').unwrap_or(("0", k));
+            (at.to_owned(), rank.parse().unwrap_or(0), id.clone())
+        }
+        (Some((k, id)), _) => (k.clone(), 0, id.clone()),
+    };
+    let sql = format!(
+        "SELECT {CONVERSATION_COLUMNS}, {ROW_COLUMNS} FROM {ROW_FROM}
+         WHERE {} AND {keyset} ORDER BY {order} LIMIT {limit} OFFSET ?10",
+        inbox_filter(q)
+    );
+    let pattern = q.search.as_deref().map(crate::db::contains_pattern);
+    let assignee = q.assignee.flatten();
+    let mut stmt = c.prepare_cached(&sql)?;
+    let rows = stmt.query_map(
+        params![
+            store,
+            q.status,
+            q.channel_kind,
+            q.priority,
+            assignee,
+            pattern,
+            k1,
+            rank,
+            id,
+            offset
+        ],
+        inbox_row,
+    )?;
+    let mut out = Vec::new();
+    for r in rows {
+        let (row, activity, rank) = r?;
+        let id = row.conversation.id.to_string();
+        let key = match q.sort {
+            ConversationSort::NewestActivity => activity,
+            ConversationSort::OldestWaiting => row
+                .waiting_since
+                .clone()
+                .unwrap_or_else(|| "9999".to_owned()),
+            ConversationSort::Priority => format!("{rank}:{activity}"),
+        };
+        out.push((row, (key, id)));
+    }
+    Ok(out)
+}
+
+pub fn count_rows(c: &Connection, store: StoreId, q: &InboxQuery) -> Result<i64, AppError> {
+    let sql = format!(
+        "SELECT COUNT(*) FROM conversations c WHERE {}",
+        inbox_filter(q)
+    );
+    let pattern = q.search.as_deref().map(crate::db::contains_pattern);
+    Ok(c.prepare_cached(&sql)?.query_row(
+        params![
+            store,
+            q.status,
+            q.channel_kind,
+            q.priority,
+            q.assignee.flatten(),
+            pattern
+        ],
+        |r| r.get(0),
+    )?)
+}
+
+pub fn counts(c: &Connection, store: StoreId, me: UserId) -> Result<ConversationCounts, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT COALESCE(SUM(status = 'open'), 0), COALESCE(SUM(status = 'pending'), 0),
+                COALESCE(SUM(status = 'resolved'), 0), COALESCE(SUM(status = 'snoozed'), 0),
+                COALESCE(SUM(status = 'open' AND assignee_user_id IS NULL), 0),
+                COALESCE(SUM(status = 'open' AND assignee_user_id = ?2), 0)
+         FROM conversations WHERE store_id = ?1",
+    )?
+    .query_row(params![store, me], |r| {
+        Ok(ConversationCounts {
+            open: r.get(0)?,
+            pending: r.get(1)?,
+            resolved: r.get(2)?,
+            snoozed: r.get(3)?,
+            unassigned: r.get(4)?,
+            mine: r.get(5)?,
+        })
+    })?)
+}
+
+/// The fields a PATCH sets; None keeps a field.
+#[derive(Debug, Default)]
+pub struct ConversationChange {
+    pub status: Option<ConversationStatus>,
+    pub priority: Option<Priority>,
+    pub assignee: Option<Option<UserId>>,
+    pub labels: Option<Vec<String>>,
+    /// Set with `status: snoozed`; any other status clears it.
+    pub snoozed_until: Option<String>,
+}
+
+/// False when the store has no such conversation.
+pub fn update_conversation(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ConversationId,
+    ch: &ConversationChange,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let labels = ch.labels.as_ref().map(json).transpose()?;
+    let n = crate::db::exec(
+        tx,
+        "UPDATE conversations SET
+             status = COALESCE(?3, status),
+             priority = COALESCE(?4, priority),
+             priority_rank = COALESCE(?5, priority_rank),
+             assignee_user_id = CASE WHEN ?6 THEN ?7 ELSE assignee_user_id END,
+             labels = COALESCE(?8, labels),
+             snoozed_until = CASE WHEN ?3 IS NULL THEN snoozed_until ELSE ?9 END,
+             updated_at = ?10
+         WHERE store_id = ?1 AND id = ?2",
+        params![
+            store,
+            id,
+            ch.status,
+            ch.priority,
+            ch.priority.map(Priority::rank),
+            ch.assignee.is_some(),
+            ch.assignee.flatten(),
+            labels,
+            ch.snoozed_until,
+            time::format(now)
+        ],
+    )?;
+    Ok(n == 1)
+}
+
+/// Marks the conversation read by the team (`agents`) or by the visitor: its unread count
+/// drops to zero and the other side's messages get `read_at`. The messages it marked.
+pub fn mark_read(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ConversationId,
+    by_visitor: bool,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let (unread, senders) = if by_visitor {
+        ("unread_for_visitor", "('agent', 'bot', 'system')")
+    } else {
+        ("unread_for_agents", "('visitor')")
+    };
+    let sql = format!("UPDATE conversations SET {unread} = 0 WHERE store_id = ?1 AND id = ?2");
+    if crate::db::exec(tx, &sql, params![store, id])? == 0 {
+        return Ok(false);
+    }
+    let sql = format!(
+        "UPDATE messages SET read_at = ?2
+         WHERE conversation_id = ?1 AND read_at IS NULL AND sender IN {senders}"
+    );
+    crate::db::exec(tx, &sql, params![id, time::format(now)])?;
+    Ok(true)
+}
+
+// ---- messages ---------------------------------------------------------------------------
+
+const MESSAGE_COLUMNS: &str = "m.id, m.conversation_id, m.store_id, m.sender, m.agent_user_id,
+    m.text, m.payload, m.external_id, m.delivery_status, m.delivery_error, m.read_at,
+    m.created_at, m.seq";
+
+fn message_row(r: &Row<'_>) -> rusqlite::Result<(MessageOut, i64)> {
+    Ok((
+        MessageOut {
+            id: r.get(0)?,
+            conversation_id: r.get(1)?,
+            store_id: r.get(2)?,
+            sender: r.get(3)?,
+            agent_user_id: r.get(4)?,
+            text: r.get(5)?,
+            payload: crate::db::json_column(r, 6)?,
+            external_id: r.get(7)?,
+            delivery_status: r.get(8)?,
+            delivery_error: r.get(9)?,
+            read_at: r.get(10)?,
+            created_at: r.get(11)?,
+            attachments: Vec::new(),
+        },
+        r.get(12)?,
+    ))
+}
+
+pub struct NewMessage<'a> {
+    pub id: MessageId,
+    pub conversation: ConversationId,
+    pub store: StoreId,
+    pub sender: Sender,
+    pub agent: Option<UserId>,
+    pub text: &'a str,
+    pub external_id: Option<&'a str>,
+    pub delivery_status: DeliveryStatus,
+}
+
+/// Appends a message and moves its conversation along: last activity, the other side's
+/// unread count, who waits since when, and a contact's message reopens a resolved or
+/// snoozed conversation. False when `external_id` was stored already (a repeated delivery).
+pub fn insert_message(
+    tx: &Transaction<'_>,
+    m: &NewMessage<'_>,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let at = time::format(now);
+    let n = crate::db::exec(
+        tx,
+        "INSERT INTO messages (id, conversation_id, store_id, sender, agent_user_id, text,
+                               external_id, delivery_status, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT (conversation_id, external_id) WHERE external_id IS NOT NULL DO NOTHING",
+        params![
+            m.id,
+            m.conversation,
+            m.store,
+            m.sender,
+            m.agent,
+            m.text,
+            m.external_id,
+            m.delivery_status,
+            at
+        ],
+    )?;
+    if n == 0 {
+        return Ok(false);
+    }
+    let sql = match m.sender {
+        Sender::Visitor => {
+            "UPDATE conversations SET last_message_at = ?2, activity_at = ?2, updated_at = ?2,
+                 unread_for_agents = unread_for_agents + 1,
+                 waiting_since = COALESCE(waiting_since, ?2),
+                 status = CASE WHEN status IN ('resolved', 'snoozed') THEN 'open' ELSE status END,
+                 snoozed_until = CASE WHEN status IN ('resolved', 'snoozed') THEN NULL
+                                      ELSE snoozed_until END
+             WHERE id = ?1"
+        }
+        Sender::Agent | Sender::Bot => {
+            "UPDATE conversations SET last_message_at = ?2, activity_at = ?2, updated_at = ?2,
+                 unread_for_visitor = unread_for_visitor + 1, waiting_since = NULL
+             WHERE id = ?1"
+        }
+        Sender::System => {
+            "UPDATE conversations SET last_message_at = ?2, activity_at = ?2, updated_at = ?2
+             WHERE id = ?1"
+        }
+    };
+    crate::db::exec(tx, sql, params![m.conversation, at])?;
+    Ok(true)
+}
+
+/// Whether the conversation has any message yet (its first one announces it).
+pub fn message_count(c: &Connection, conversation: ConversationId) -> Result<i64, AppError> {
+    Ok(
+        c.prepare_cached("SELECT COUNT(*) FROM messages WHERE conversation_id = ?1")?
+            .query_row([conversation], |r| r.get(0))?,
+    )
+}
+
+pub fn get_message(c: &Connection, id: MessageId) -> Result<Option<MessageOut>, AppError> {
+    let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.id = ?1");
+    Ok(c.prepare_cached(&sql)?
+        .query_row([id], message_row)
+        .optional()?
+        .map(|(m, _)| m))
+}
+
+/// The commit-order position of a message of `conversation`; None when it has no such one.
+pub fn message_seq(
+    c: &Connection,
+    conversation: ConversationId,
+    id: MessageId,
+) -> Result<Option<i64>, AppError> {
+    Ok(
+        c.prepare_cached("SELECT seq FROM messages WHERE conversation_id = ?1 AND id = ?2")?
+            .query_row(params![conversation, id], |r| r.get(0))
+            .optional()?,
+    )
+}
+
+/// Which messages a list shows, in commit order (`seq`).
+#[derive(Debug, Clone, Copy)]
+pub enum MessageRange {
+    /// Newest first, older than `before` when set.
+    Newest { before: Option<i64> },
+    /// Oldest first, newer than `after` (a seq) and created after `created_after`.
+    Oldest { after: i64 },
+}
+
+/// A page of messages; the position of each is its `seq`.
+pub fn list_messages(
+    c: &Connection,
+    conversation: ConversationId,
+    range: MessageRange,
+    created_after: Option<&str>,
+    after: Option<&Position>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<(MessageOut, i64)>, AppError> {
+    let cursor: Option<i64> = after.and_then(|(seq, _)| seq.parse().ok());
+    let (cond, order, bound) = match range {
+        MessageRange::Newest { before } => {
+            let bound = [before, cursor]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(i64::MAX);
+            ("m.seq < ?2", "m.seq DESC", bound)
+        }
+        MessageRange::Oldest { after } => {
+            let bound = cursor.map_or(after, |c| c.max(after));
+            ("m.seq > ?2", "m.seq ASC", bound)
+        }
+    };
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages m
+         WHERE m.conversation_id = ?1 AND {cond} AND (?3 IS NULL OR m.created_at > ?3)
+         ORDER BY {order} LIMIT {limit} OFFSET ?4"
+    );
+    let mut found: Vec<(MessageOut, i64)> = c
+        .prepare_cached(&sql)?
+        .query_map(
+            params![conversation, bound, created_after, offset],
+            message_row,
+        )?
+        .collect::<Result<_, _>>()?;
+    attach_files(c, &mut found)?;
+    Ok(found)
+}
+
+pub fn count_messages(
+    c: &Connection,
+    conversation: ConversationId,
+    range: MessageRange,
+    created_after: Option<&str>,
+) -> Result<i64, AppError> {
+    let (cond, bound) = match range {
+        MessageRange::Newest { before } => ("seq < ?2", before.unwrap_or(i64::MAX)),
+        MessageRange::Oldest { after } => ("seq > ?2", after),
+    };
+    let sql = format!(
+        "SELECT COUNT(*) FROM messages WHERE conversation_id = ?1 AND {cond}
+           AND (?3 IS NULL OR created_at > ?3)"
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![conversation, bound, created_after], |r| r.get(0))?)
+}
+
+/// Fills in the messages' attachments (links are made absolute by the caller).
+fn attach_files(c: &Connection, messages: &mut [(MessageOut, i64)]) -> Result<(), AppError> {
+    let mut stmt = c.prepare_cached(
+        "SELECT idx, kind, name, mime_type, size FROM message_attachments
+         WHERE message_id = ?1 ORDER BY idx",
+    )?;
+    for (m, _) in messages.iter_mut() {
+        let path_base = format!(
+            "/v1/stores/{}/conversations/{}/messages/{}/attachments",
+            m.store_id, m.conversation_id, m.id
+        );
+        m.attachments = stmt
+            .query_map([m.id], |r| {
+                let index: i64 = r.get(0)?;
+                Ok(super::model::AttachmentOut {
+                    index,
+                    kind: r.get(1)?,
+                    name: r.get(2)?,
+                    mime_type: r.get(3)?,
+                    size: r.get(4)?,
+                    url: String::new(),
+                    path: format!("{path_base}/{index}"),
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(())
+}
+
+// ---- notes ------------------------------------------------------------------------------
+
+pub fn insert_note(tx: &Transaction<'_>, store: StoreId, n: &NoteOut) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "INSERT INTO conversation_notes (id, conversation_id, store_id, author_user_id, text,
+                                         created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            n.id,
+            n.conversation_id,
+            store,
+            n.author_user_id,
+            n.text,
+            n.created_at
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn notes(c: &Connection, conversation: ConversationId) -> Result<Vec<NoteOut>, AppError> {
+    c.prepare_cached(
+        "SELECT id, conversation_id, author_user_id, text, created_at FROM conversation_notes
+         WHERE conversation_id = ?1 ORDER BY created_at, id",
+    )?
+    .query_map([conversation], |r| {
+        Ok(NoteOut {
+            id: r.get::<_, NoteId>(0)?,
+            conversation_id: r.get(1)?,
+            author_user_id: r.get(2)?,
+            text: r.get(3)?,
+            created_at: r.get(4)?,
+        })
+    })?
+    .collect::<Result<_, _>>()
+    .map_err(Into::into)
+}
