@@ -51,6 +51,8 @@ pub enum ErrorCode {
     IdempotencyKeyReused,
     RefundExceedsRefundable,
     InvalidVerificationCode,
+    EmptyMessage,
+    MessageTooLong,
     RequestHeaderFieldsTooLarge,
     RateLimited,
     InternalError,
@@ -98,7 +100,9 @@ impl ErrorCode {
             Self::ValidationFailed
             | Self::IdempotencyKeyReused
             | Self::RefundExceedsRefundable
-            | Self::InvalidVerificationCode => StatusCode::UNPROCESSABLE_ENTITY,
+            | Self::InvalidVerificationCode
+            | Self::EmptyMessage
+            | Self::MessageTooLong => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RequestHeaderFieldsTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,

@@ -10,8 +10,10 @@
 //!   in one transaction.
 
 pub mod channels;
+pub mod conversations;
 pub mod model;
 pub mod store;
+pub mod visitor;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -26,4 +28,19 @@ pub fn routes() -> OpenApiRouter<AppState> {
             channels::update_channel,
             channels::delete_channel
         ))
+        .routes(routes!(conversations::list_conversations))
+        .routes(routes!(conversations::counts))
+        .routes(routes!(
+            conversations::get_conversation,
+            conversations::update_conversation
+        ))
+        .routes(routes!(
+            conversations::list_messages,
+            conversations::send_message
+        ))
+        .routes(routes!(conversations::add_note))
+        .routes(routes!(conversations::mark_read))
+        .routes(routes!(visitor::open_conversation))
+        .routes(routes!(visitor::list_messages, visitor::send_message))
+        .routes(routes!(visitor::mark_read))
 }

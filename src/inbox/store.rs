@@ -328,6 +328,22 @@ pub fn get_row(
         .map(|(row, ..)| row))
 }
 
+/// The visitor token hash of a conversation of `channel` (None: no such conversation;
+/// `Some(None)`: it has no visitor token).
+pub fn visitor_token_hash(
+    c: &Connection,
+    store: StoreId,
+    channel: ChannelId,
+    id: ConversationId,
+) -> Result<Option<Option<Vec<u8>>>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT visitor_token_hash FROM conversations
+         WHERE store_id = ?1 AND channel_id = ?2 AND id = ?3",
+    )?
+    .query_row(params![store, channel, id], |r| r.get(0))
+    .optional()?)
+}
+
 pub fn get_conversation(
     c: &Connection,
     store: StoreId,

@@ -324,6 +324,20 @@ async fn the_authorization_table_for_store_routes() {
         ),
         (
             get(),
+            format!("{p}/conversations"),
+            None,
+            Some("conversations.read"),
+            all_roles,
+        ),
+        (
+            get(),
+            format!("{p}/conversations/counts"),
+            None,
+            Some("conversations.read"),
+            all_roles,
+        ),
+        (
+            get(),
             format!("{p}/channels"),
             None,
             Some("stores.edit"),

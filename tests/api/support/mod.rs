@@ -2,10 +2,12 @@
 //! directory and a clock the test controls. Area files hold tests; what several of them share
 //! lives here: the HTTP client (`client`), seeded accounts and stores (`fixtures`), a webhook
 //! receiver (`receiver`), a stocked shop (`shop`), TOTP (`totp`), the messaging-app fake
-//! (`msgapp`), the real binary (`process`) and the probe routes (`probe`).
+//! (`msgapp`), the real binary (`process`), the probe routes (`probe`) and a shopper on the
+//! chat widget (`inbox`).
 
 mod client;
 mod fixtures;
+mod inbox;
 pub mod msgapp;
 mod probe;
 pub mod process;
@@ -28,6 +30,7 @@ use tokio::task::JoinHandle;
 
 pub use client::{Reply, get, patch, post};
 pub use fixtures::PASSWORD;
+pub use inbox::Visitor;
 pub use receiver::{Hit, Receiver, assert_signed};
 pub use shop::Shop;
 pub use totp::{rfc6238, verify_recovery};

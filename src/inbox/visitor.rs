@@ -1,0 +1,263 @@
+//! The widget's public routes (no account): a shopper's browser opens a conversation on a
+//! chat channel, named by its public key, and then holds the visitor token that conversation
+//! answers to. Origins are checked against the channel's `allowed_origins`.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::conversations::{list_messages_in, message_text, not_found, sent};
+use super::model::{
+    ChannelKind, ChannelOut, Contact, DeliveryStatus, MessageFilter, MessageIn, MessageOut, Sender,
+    Sent,
+};
+use super::store::{self, NewConversation, NewMessage};
+use crate::error::{AppError, ErrorCode};
+use crate::http::extract::{Json, Path, text};
+use crate::http::page::{Page, PageQuery, Paged};
+use crate::ids::{ConversationId, MessageId};
+use crate::state::AppState;
+
+type ErrorBody = crate::error::ErrorBody;
+
+/// Header a client may carry the visitor token in instead of `Authorization: Bearer`.
+pub const VISITOR_TOKEN_HEADER: &str = "x-visitor-token";
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VisitorIn {
+    pub name: Option<String>,
+    pub email: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VisitorConversation {
+    pub conversation_id: ConversationId,
+    /// Send it back as `Authorization: Bearer` or `X-Visitor-Token` (and as `token` on
+    /// `/ws/widget`); it is shown only here.
+    pub visitor_token: String,
+}
+
+/// The chat channel a widget names, if the request may use it: unknown key 404, a disabled
+/// channel or an origin it does not allow 403. A request without `Origin` (not a browser)
+/// is not held to the list.
+pub fn chat_channel(
+    c: &rusqlite::Connection,
+    key: &str,
+    origin: Option<&str>,
+) -> Result<ChannelOut, AppError> {
+    let ch = store::channel_by_key(c, key)?
+        .filter(|ch| ch.kind == ChannelKind::StorefrontChat)
+        .ok_or_else(|| AppError::not_found("channel"))?;
+    if !ch.enabled {
+        return Err(AppError::new(
+            ErrorCode::Forbidden,
+            "this chat channel is turned off",
+        ));
+    }
+    if let Some(o) = origin
+        && !ch.allowed_origins.is_empty()
+        && !ch.allowed_origins.iter().any(|a| a == o)
+    {
+        return Err(AppError::new(
+            ErrorCode::Forbidden,
+            "this site may not use this chat channel",
+        ));
+    }
+    Ok(ch)
+}
+
+fn origin(h: &HeaderMap) -> Option<String> {
+    h.get(header::ORIGIN)?.to_str().ok().map(str::to_owned)
+}
+
+/// The visitor token of a request: `Authorization: Bearer` or `X-Visitor-Token`.
+pub fn visitor_token(h: &HeaderMap) -> Option<String> {
+    if let Some(v) = h.get(VISITOR_TOKEN_HEADER).and_then(|v| v.to_str().ok()) {
+        return Some(v.to_owned());
+    }
+    let v = h.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_owned())
+}
+
+/// The widget's conversation, if `token` is its visitor token: 404 unknown conversation,
+/// 401 a wrong token (compared in constant time).
+pub fn visitor_conversation(
+    c: &rusqlite::Connection,
+    ch: &ChannelOut,
+    id: ConversationId,
+    token: Option<&str>,
+) -> Result<(), AppError> {
+    let hash = store::visitor_token_hash(c, ch.store_id, ch.id, id)?.ok_or_else(not_found)?;
+    let given = token.map(crate::secrets::hash).unwrap_or_default();
+    if hash.is_some_and(|h| crate::secrets::same(&h, &given)) {
+        Ok(())
+    } else {
+        Err(AppError::new(
+            ErrorCode::Unauthorized,
+            "missing or wrong visitor token",
+        ))
+    }
+}
+
+/// Opens a conversation on a chat channel for a shopper; the name and e-mail are optional.
+#[utoipa::path(post, path = "/widget/{key}/conversations", tag = "widget",
+    params(("key" = String, Path, description = "The chat channel's public key")),
+    request_body = VisitorIn,
+    responses((status = 201, body = VisitorConversation), (status = 403, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn open_conversation(
+    State(st): State<AppState>,
+    Path(key): Path<String>,
+    headers: HeaderMap,
+    Json(input): Json<VisitorIn>,
+) -> Result<(StatusCode, Json<VisitorConversation>), AppError> {
+    let name = input
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|n| text("name", n, 1, 120))
+        .transpose()?;
+    let email = input
+        .email
+        .as_deref()
+        .map(crate::text::normalize_email)
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            if crate::text::looks_like_email(&e) {
+                Ok(e)
+            } else {
+                Err(AppError::field("email", "is not an e-mail address"))
+            }
+        })
+        .transpose()?;
+    let token = crate::secrets::new_token("vt_");
+    let hash = crate::secrets::hash(&token);
+    let (origin, now, id) = (origin(&headers), st.clock.now(), ConversationId::new());
+    st.db
+        .write(move |tx| {
+            let ch = chat_channel(tx, &key, origin.as_deref())?;
+            store::insert_conversation(
+                tx,
+                &NewConversation {
+                    id,
+                    store: ch.store_id,
+                    channel: ch.id,
+                    kind: ch.kind,
+                    contact: &Contact {
+                        name,
+                        email,
+                        phone: None,
+                    },
+                    visitor_token_hash: Some(&hash),
+                },
+                now,
+            )
+        })
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(VisitorConversation {
+            conversation_id: id,
+            visitor_token: token,
+        }),
+    ))
+}
+
+/// The conversation's messages, as the team's list (newest first; `after` oldest first).
+#[utoipa::path(get, path = "/widget/{key}/conversations/{conversation_id}/messages", tag = "widget",
+    params(("key" = String, Path), ("conversation_id" = ConversationId, Path), MessageFilter,
+           PageQuery),
+    responses((status = 200, body = Page<MessageOut>), (status = 401, body = ErrorBody),
+              (status = 404, body = ErrorBody)))]
+pub async fn list_messages(
+    State(st): State<AppState>,
+    Path((key, id)): Path<(String, ConversationId)>,
+    headers: HeaderMap,
+    Paged(page, f): Paged<MessageFilter>,
+) -> Result<Json<Page<MessageOut>>, AppError> {
+    let ch = visitor_check(&st, key, id, &headers).await?;
+    Ok(Json(list_messages_in(&st, ch.store_id, id, page, f).await?))
+}
+
+async fn visitor_check(
+    st: &AppState,
+    key: String,
+    id: ConversationId,
+    headers: &HeaderMap,
+) -> Result<ChannelOut, AppError> {
+    let (origin, token) = (origin(headers), visitor_token(headers));
+    st.db
+        .read(move |c| {
+            let ch = chat_channel(c, &key, origin.as_deref())?;
+            visitor_conversation(c, &ch, id, token.as_deref())?;
+            Ok(ch)
+        })
+        .await
+}
+
+/// The shopper's message.
+#[utoipa::path(post, path = "/widget/{key}/conversations/{conversation_id}/messages", tag = "widget",
+    params(("key" = String, Path), ("conversation_id" = ConversationId, Path)),
+    request_body = MessageIn,
+    responses((status = 201, body = Sent), (status = 401, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn send_message(
+    State(st): State<AppState>,
+    Path((key, id)): Path<(String, ConversationId)>,
+    headers: HeaderMap,
+    Json(input): Json<MessageIn>,
+) -> Result<(StatusCode, Json<Sent>), AppError> {
+    let text = message_text(&input.text)?;
+    let (origin, token, now) = (origin(&headers), visitor_token(&headers), st.clock.now());
+    let sent = st
+        .db
+        .write(move |tx| {
+            let ch = chat_channel(tx, &key, origin.as_deref())?;
+            visitor_conversation(tx, &ch, id, token.as_deref())?;
+            let mid = MessageId::new();
+            store::insert_message(
+                tx,
+                &NewMessage {
+                    id: mid,
+                    conversation: id,
+                    store: ch.store_id,
+                    sender: Sender::Visitor,
+                    agent: None,
+                    text: &text,
+                    external_id: None,
+                    delivery_status: DeliveryStatus::Sent,
+                },
+                now,
+            )?;
+            sent(tx, ch.store_id, id, mid)
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(sent)))
+}
+
+/// The shopper read the team's messages.
+#[utoipa::path(post, path = "/widget/{key}/conversations/{conversation_id}/read", tag = "widget",
+    params(("key" = String, Path), ("conversation_id" = ConversationId, Path)),
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn mark_read(
+    State(st): State<AppState>,
+    Path((key, id)): Path<(String, ConversationId)>,
+    headers: HeaderMap,
+) -> Result<StatusCode, AppError> {
+    let (origin, token, now) = (origin(&headers), visitor_token(&headers), st.clock.now());
+    st.db
+        .write(move |tx| {
+            let ch = chat_channel(tx, &key, origin.as_deref())?;
+            visitor_conversation(tx, &ch, id, token.as_deref())?;
+            store::mark_read(tx, ch.store_id, id, true, now)?;
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
