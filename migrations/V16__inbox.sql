@@ -112,7 +112,9 @@ CREATE TABLE ws_tickets (
     ticket_hash BLOB PRIMARY KEY,
     user_id     TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     store_id    TEXT NOT NULL REFERENCES stores (id) ON DELETE CASCADE,
-    session_id  TEXT,
+    -- What minted it, re-checked for as long as the socket stays open: 'session:<id>' or
+    -- 'api_token:<id>'.
+    credential  TEXT NOT NULL,
     expires_at  TEXT NOT NULL,
     used_at     TEXT
 );

@@ -96,6 +96,12 @@ pub struct Config {
     pub platform_webhook: Option<PlatformWebhook>,
     /// Where API orders are paid and refunded.
     pub payments: crate::orders::payments::PaymentsConfig,
+    /// A socket is pinged this often, and closed after `ws_idle_timeout` without a frame
+    /// from its client (spec 6.4: 30 s and 75 s).
+    pub ws_ping_interval: Duration,
+    pub ws_idle_timeout: Duration,
+    /// How soon an open team socket notices that its session, token or membership ended.
+    pub ws_recheck_poll: Duration,
 }
 
 /// Where platform events go, and the secret that signs them.
@@ -169,6 +175,9 @@ impl Config {
             allow_private_webhook_targets: false,
             platform_webhook: None,
             payments: crate::orders::payments::PaymentsConfig::Manual,
+            ws_ping_interval: Duration::from_secs(30),
+            ws_idle_timeout: Duration::from_secs(75),
+            ws_recheck_poll: Duration::from_millis(250),
         }
     }
 

@@ -17,6 +17,7 @@ pub enum ErrorCode {
     InvalidCursor,
     InvalidLimit,
     InvalidOffset,
+    StoreIdRequired,
     TotpNotEnabled,
     #[serde(rename = "msgapp_2fa_not_enabled")]
     Msgapp2faNotEnabled,
@@ -26,6 +27,7 @@ pub enum ErrorCode {
     Unauthorized,
     InvalidCredentials,
     InvalidChallenge,
+    InvalidTicket,
     InvalidCode,
     InvalidRefreshToken,
     RefreshTokenReused,
@@ -69,6 +71,7 @@ impl ErrorCode {
             | Self::InvalidCursor
             | Self::InvalidLimit
             | Self::InvalidOffset
+            | Self::StoreIdRequired
             | Self::TotpNotEnabled
             | Self::Msgapp2faNotEnabled
             | Self::NoPendingCode
@@ -77,6 +80,7 @@ impl ErrorCode {
             Self::Unauthorized
             | Self::InvalidCredentials
             | Self::InvalidChallenge
+            | Self::InvalidTicket
             | Self::InvalidCode
             | Self::InvalidRefreshToken
             | Self::RefreshTokenReused

@@ -119,6 +119,11 @@ pub async fn serve_routes(
     }
     tasks.spawn(jobs::scheduler::run(st.clone(), token.clone()));
     tasks.spawn(webhooks::delivery::run(st.clone(), token.clone()));
+    tasks.spawn(inbox::sockets::watch(
+        st.clone(),
+        st.cfg.ws_recheck_poll,
+        token.clone(),
+    ));
 
     let service = from_fn_with_state(st.clone(), versioning::versioning).layer(app(&st, routes));
     let stop = token.clone();

@@ -45,6 +45,8 @@ pub struct Shared {
     pub secret_box: crate::secrets::SecretBox,
     /// The webhook delivery HTTP client and its limits.
     pub webhooks: crate::webhooks::delivery::Dispatcher,
+    /// Where inbox events reach the open sockets.
+    pub hub: Arc<crate::inbox::hub::Hub>,
     /// The serialized OpenAPI document, set once the router is built.
     pub openapi_json: Arc<OnceLock<Bytes>>,
     /// Held while any part of the server runs, so `restore` cannot swap the file under it.
@@ -80,6 +82,7 @@ impl AppState {
             hasher,
             secret_box,
             webhooks,
+            hub: Arc::default(),
             openapi_json: Arc::new(OnceLock::new()),
             _lock: Arc::new(lock),
         })))
@@ -98,6 +101,9 @@ fn job_registry() -> crate::jobs::Registry {
     });
     r.purge("sign-in leftovers", |tx, now, cfg| {
         crate::auth::store::purge(tx, now, cfg.sign_in_window)
+    });
+    r.purge("socket tickets", |tx, now, _| {
+        crate::inbox::store::purge_tickets(tx, now)
     });
     r.purge("webhook history", |tx, now, _| {
         crate::webhooks::store::purge_history(tx, now)

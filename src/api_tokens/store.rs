@@ -134,3 +134,21 @@ pub fn rotate(
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: ApiTokenId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "api_tokens", store, &id)
 }
+
+/// A store token's scopes while it is usable (not revoked or expired, its issuer active);
+/// None otherwise.
+pub fn live_scopes(
+    c: &Connection,
+    id: ApiTokenId,
+    now: DateTime<Utc>,
+) -> Result<Option<Vec<String>>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT t.scopes FROM api_tokens t JOIN users u ON u.id = t.created_by
+         WHERE t.id = ?1 AND (t.expires_at IS NULL OR t.expires_at > ?2)
+           AND u.disabled_at IS NULL",
+    )?
+    .query_row(params![id, time::format(now)], |r| {
+        crate::db::json_column(r, 0)
+    })
+    .optional()?)
+}

@@ -5,10 +5,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 
+use super::events;
 use super::model::{
     ConversationCounts, ConversationDetail, ConversationFilter, ConversationOut, ConversationPatch,
     ConversationSort, ConversationStatus, DeliveryStatus, InboxRow, MessageFilter, MessageIn,
-    MessageOut, NoteIn, NoteOut, Sender, Sent,
+    MessageOut, NoteIn, NoteOut, Sender, Sent, TypingIn,
 };
 use super::store::{self, ConversationChange, InboxQuery, MessageRange, NewMessage};
 use crate::audit::{self, Actor};
@@ -342,6 +343,8 @@ pub async fn send_message(
             sent(tx, store_id, id, mid)
         })
         .await?;
+    st.hub
+        .publish(&events::sent(None, &sent.message, &sent.conversation));
     Ok((StatusCode::CREATED, Json(sent)))
 }
 
@@ -388,6 +391,7 @@ pub async fn add_note(
             store::insert_note(tx, store_id, &note)
         })
         .await?;
+    st.hub.publish(&[events::note(store_id, &out)]);
     Ok((StatusCode::CREATED, Json(out)))
 }
 
@@ -403,14 +407,43 @@ pub async fn mark_read(
 ) -> Result<StatusCode, AppError> {
     scope.require(Permission::ConversationsWrite)?;
     let (store_id, id, now) = (scope.store_id, ids.1, st.clock.now());
-    st.db
+    let c = st
+        .db
         .write(move |tx| {
-            if store::mark_read(tx, store_id, id, false, now)? {
-                Ok(())
-            } else {
-                Err(not_found())
+            if !store::mark_read(tx, store_id, id, false, now)? {
+                return Err(not_found());
             }
+            store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)
         })
         .await?;
+    st.hub.publish(&events::conversation_updated(&c)[..1]);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The team member is typing (or stopped): the same as the socket's `typing` frame.
+#[utoipa::path(post, path = "/stores/{store_id}/conversations/{conversation_id}/typing",
+    tag = "inbox", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path), ("conversation_id" = ConversationId, Path)),
+    request_body = TypingIn,
+    responses((status = 204), (status = 404, body = ErrorBody)))]
+pub async fn typing(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, ConversationId)>,
+    Json(input): Json<TypingIn>,
+) -> Result<StatusCode, AppError> {
+    scope.require(Permission::ConversationsWrite)?;
+    let (store_id, id) = (scope.store_id, ids.1);
+    st.db
+        .read(move |c| store::get_conversation(c, store_id, id))
+        .await?
+        .ok_or_else(not_found)?;
+    st.hub.publish(&super::sockets::typing_frames(
+        store_id,
+        id,
+        "agent",
+        Some(scope.principal.user_id),
+        input.typing,
+    ));
     Ok(StatusCode::NO_CONTENT)
 }

@@ -11,7 +11,10 @@
 
 pub mod channels;
 pub mod conversations;
+pub mod events;
+pub mod hub;
 pub mod model;
+pub mod sockets;
 pub mod store;
 pub mod visitor;
 
@@ -40,7 +43,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(conversations::add_note))
         .routes(routes!(conversations::mark_read))
+        .routes(routes!(conversations::typing))
         .routes(routes!(visitor::open_conversation))
         .routes(routes!(visitor::list_messages, visitor::send_message))
         .routes(routes!(visitor::mark_read))
+        .routes(routes!(sockets::ws_ticket))
+        .routes(routes!(sockets::agent_socket))
+        .routes(routes!(sockets::widget_socket))
 }

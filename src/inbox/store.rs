@@ -836,3 +836,51 @@ pub fn notes(c: &Connection, conversation: ConversationId) -> Result<Vec<NoteOut
     .collect::<Result<_, _>>()
     .map_err(Into::into)
 }
+
+// ---- socket tickets ---------------------------------------------------------------------
+
+pub fn insert_ticket(
+    tx: &Transaction<'_>,
+    hash: &[u8],
+    user: UserId,
+    store: StoreId,
+    credential: &str,
+    expires_at: DateTime<Utc>,
+) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "INSERT INTO ws_tickets (ticket_hash, user_id, store_id, credential, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![hash, user, store, credential, time::format(expires_at)],
+    )?;
+    Ok(())
+}
+
+/// Spends a ticket: (user, store, credential) when it is unused and unexpired; it cannot be
+/// used again either way.
+pub fn consume_ticket(
+    tx: &Transaction<'_>,
+    hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<Option<(UserId, StoreId, String)>, AppError> {
+    let now = time::format(now);
+    Ok(tx
+        .prepare_cached(
+            "UPDATE ws_tickets SET used_at = ?2
+             WHERE ticket_hash = ?1 AND used_at IS NULL AND expires_at > ?2
+             RETURNING user_id, store_id, credential",
+        )?
+        .query_row(params![hash, now], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?)
+}
+
+/// Deletes tickets past their minute (run by the cleanup job).
+pub fn purge_tickets(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+    Ok(crate::db::exec(
+        tx,
+        "DELETE FROM ws_tickets WHERE expires_at <= ?1",
+        [time::format(now)],
+    )?)
+}

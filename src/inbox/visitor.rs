@@ -5,9 +5,12 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use utoipa::ToSchema;
 
 use super::conversations::{list_messages_in, message_text, not_found, sent};
+use super::events;
+use super::hub::{Audience, Frame};
 use super::model::{
     ChannelKind, ChannelOut, Contact, DeliveryStatus, MessageFilter, MessageIn, MessageOut, Sender,
     Sent,
@@ -215,7 +218,7 @@ pub async fn send_message(
 ) -> Result<(StatusCode, Json<Sent>), AppError> {
     let text = message_text(&input.text)?;
     let (origin, token, now) = (origin(&headers), visitor_token(&headers), st.clock.now());
-    let sent = st
+    let (sent, first) = st
         .db
         .write(move |tx| {
             let ch = chat_channel(tx, &key, origin.as_deref())?;
@@ -235,9 +238,20 @@ pub async fn send_message(
                 },
                 now,
             )?;
-            sent(tx, ch.store_id, id, mid)
+            // The first message announces the conversation to the team.
+            let first = if store::message_count(tx, id)? == 1 {
+                store::get_row(tx, ch.store_id, id)?
+            } else {
+                None
+            };
+            Ok((sent(tx, ch.store_id, id, mid)?, first))
         })
         .await?;
+    st.hub.publish(&events::sent(
+        first.as_ref(),
+        &sent.message,
+        &sent.conversation,
+    ));
     Ok((StatusCode::CREATED, Json(sent)))
 }
 
@@ -251,13 +265,24 @@ pub async fn mark_read(
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
     let (origin, token, now) = (origin(&headers), visitor_token(&headers), st.clock.now());
-    st.db
+    let c = st
+        .db
         .write(move |tx| {
             let ch = chat_channel(tx, &key, origin.as_deref())?;
             visitor_conversation(tx, &ch, id, token.as_deref())?;
             store::mark_read(tx, ch.store_id, id, true, now)?;
-            Ok(())
+            store::get_conversation(tx, ch.store_id, id)?.ok_or_else(not_found)
         })
         .await?;
+    let read = json!({"conversation_id": id, "by": "visitor"});
+    let mut frames = vec![Frame::new(
+        Audience::Agents,
+        "messages:read",
+        c.store_id,
+        Some(id),
+        &read,
+    )];
+    frames.extend(events::conversation_updated(&c));
+    st.hub.publish(&frames);
     Ok(StatusCode::NO_CONTENT)
 }

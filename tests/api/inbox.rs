@@ -474,14 +474,8 @@ async fn the_inbox_is_searched_filtered_and_sorted() {
     assert_eq!(list("?search=parcel").await, [a]);
     assert_eq!(list("?search=BRUNO").await, [b]);
     assert_eq!(list("?search=souza").await, [a]);
-    assert_eq!(
-        list("?sort=oldest_waiting").await,
-        [a, b, c]
-    );
-    assert_eq!(
-        list("?sort=priority").await,
-        [b, c, a]
-    );
+    assert_eq!(list("?sort=oldest_waiting").await, [a, b, c]);
+    assert_eq!(list("?sort=priority").await, [b, c, a]);
     assert_eq!(list("?priority=urgent").await, [b]);
     assert!(list("?channel_kind=email").await.is_empty());
     assert_eq!(

@@ -22,6 +22,7 @@ mod paging;
 mod process;
 mod rate_limit;
 mod reviews;
+mod sockets;
 mod storage;
 mod support;
 mod tenants;

@@ -318,3 +318,13 @@ pub fn count_sessions(c: &Connection, user: UserId, now: DateTime<Utc>) -> Resul
         |r| r.get(0),
     )?)
 }
+
+/// Whether a session is still live: not revoked, its user not deactivated. An open socket
+/// asks this, not its access token's expiry (spec 5 rule 8).
+pub fn session_live(c: &Connection, session: SessionId) -> Result<bool, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sessions s JOIN users u ON u.id = s.user_id
+                        WHERE s.id = ?1 AND s.revoked_at IS NULL AND u.disabled_at IS NULL)",
+    )?
+    .query_row([session], |r| r.get(0))?)
+}

@@ -14,6 +14,7 @@ pub mod process;
 mod receiver;
 mod shop;
 mod totp;
+mod ws;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub use inbox::Visitor;
 pub use receiver::{Hit, Receiver, assert_signed};
 pub use shop::Shop;
 pub use totp::{rfc6238, verify_recovery};
+pub use ws::Ws;
 
 pub struct TestApp {
     pub addr: SocketAddr,

@@ -1,0 +1,325 @@
+//! The in-process hub every inbox socket listens on (spec 6.2, 6.3). Writers publish after
+//! their transaction commits, so nothing is sent for a rolled-back write. A frame is
+//! serialized once and shared by every connection it goes to.
+//!
+//! Each connection has a bounded queue: when a reader is too slow to drain it, its backlog
+//! is dropped and it gets one `resync` instead, so memory never grows with a slow reader.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+use tokio::sync::{Notify, mpsc};
+
+use crate::ids::{ConversationId, StoreId, UserId};
+
+/// Frames a connection may have queued before it is considered lagging.
+pub const QUEUE: usize = 256;
+
+/// A connection's end of the hub: its queue of JSON text frames (each shared by every
+/// connection it goes to), the flag set when frames were dropped, and the signal to close.
+pub struct Listener {
+    pub id: u64,
+    pub rx: mpsc::Receiver<Arc<str>>,
+    pub lagged: Arc<AtomicBool>,
+    pub kick: Arc<Notify>,
+}
+
+struct Conn {
+    tx: mpsc::Sender<Arc<str>>,
+    lagged: Arc<AtomicBool>,
+    kick: Arc<Notify>,
+}
+
+impl Conn {
+    /// Queues a frame without waiting; a full queue marks the connection lagging (its
+    /// writer then drops the backlog and sends `resync`).
+    fn offer(&self, text: &Arc<str>) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(text.clone()) {
+            self.lagged.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// A team member's socket on one store.
+pub struct Agent {
+    pub user: UserId,
+    /// What opened it (`session:<id>` or `api_token:<id>`), re-checked while it is open.
+    pub credential: String,
+    conn: Conn,
+}
+
+#[derive(Default)]
+struct Room {
+    agents: HashMap<u64, Agent>,
+    /// Widget sockets by conversation.
+    widgets: HashMap<ConversationId, HashMap<u64, Conn>>,
+}
+
+#[derive(Default)]
+pub struct Hub {
+    rooms: Mutex<HashMap<StoreId, Room>>,
+    next: AtomicU64,
+}
+
+/// Who a frame is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// The team's sockets of the store.
+    Agents,
+    /// The conversation's widget sockets.
+    Widget,
+}
+
+/// The envelope of every event but `hello` and `pong` (spec 6.2).
+#[derive(Serialize)]
+struct Envelope<'a, T: Serialize> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    store_id: StoreId,
+    conversation_id: Option<ConversationId>,
+    audience: &'a str,
+    data: &'a T,
+    origin: &'a str,
+}
+
+/// A published event, already serialized for its audience.
+pub struct Frame {
+    pub store: StoreId,
+    pub conversation: Option<ConversationId>,
+    pub audience: Audience,
+    pub text: Arc<str>,
+}
+
+impl Frame {
+    pub fn new<T: Serialize>(
+        audience: Audience,
+        kind: &str,
+        store: StoreId,
+        conversation: Option<ConversationId>,
+        data: &T,
+    ) -> Self {
+        let text = serde_json::to_string(&Envelope {
+            kind,
+            store_id: store,
+            conversation_id: conversation,
+            audience: match audience {
+                Audience::Agents => "agents",
+                Audience::Widget => "widget",
+            },
+            data,
+            origin: "server",
+        })
+        .expect("event data serializes");
+        Self {
+            store,
+            conversation,
+            audience,
+            text: text.into(),
+        }
+    }
+}
+
+impl Hub {
+    fn next_id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn rooms(&self) -> std::sync::MutexGuard<'_, HashMap<StoreId, Room>> {
+        self.rooms.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn listener(&self) -> (Conn, Listener) {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let (lagged, kick) = (Arc::new(AtomicBool::new(false)), Arc::new(Notify::new()));
+        let conn = Conn {
+            tx,
+            lagged: lagged.clone(),
+            kick: kick.clone(),
+        };
+        let l = Listener {
+            id: self.next_id(),
+            rx,
+            lagged,
+            kick,
+        };
+        (conn, l)
+    }
+
+    /// Adds a team member's socket; the store's online team as it now is.
+    pub fn join_agent(
+        &self,
+        store: StoreId,
+        user: UserId,
+        credential: String,
+    ) -> (Listener, Vec<UserId>) {
+        let (conn, l) = self.listener();
+        let mut rooms = self.rooms();
+        let room = rooms.entry(store).or_default();
+        room.agents.insert(
+            l.id,
+            Agent {
+                user,
+                credential,
+                conn,
+            },
+        );
+        (l, online(room))
+    }
+
+    /// Removes a team member's socket; the store's online team as it now is.
+    pub fn leave_agent(&self, store: StoreId, id: u64) -> Vec<UserId> {
+        let mut rooms = self.rooms();
+        let Some(room) = rooms.get_mut(&store) else {
+            return Vec::new();
+        };
+        room.agents.remove(&id);
+        let now = online(room);
+        if room.agents.is_empty() && room.widgets.is_empty() {
+            rooms.remove(&store);
+        }
+        now
+    }
+
+    /// Adds a shopper's socket on one conversation.
+    pub fn join_widget(&self, store: StoreId, conversation: ConversationId) -> Listener {
+        let (conn, l) = self.listener();
+        self.rooms()
+            .entry(store)
+            .or_default()
+            .widgets
+            .entry(conversation)
+            .or_default()
+            .insert(l.id, conn);
+        l
+    }
+
+    /// Removes a shopper's socket; whether the conversation still has one open.
+    pub fn leave_widget(&self, store: StoreId, conversation: ConversationId, id: u64) -> bool {
+        let mut rooms = self.rooms();
+        let Some(room) = rooms.get_mut(&store) else {
+            return false;
+        };
+        let still = room.widgets.get_mut(&conversation).is_some_and(|w| {
+            w.remove(&id);
+            !w.is_empty()
+        });
+        if !still {
+            room.widgets.remove(&conversation);
+        }
+        if room.agents.is_empty() && room.widgets.is_empty() {
+            rooms.remove(&store);
+        }
+        still
+    }
+
+    /// Sends each frame to its audience; never waits on a connection.
+    pub fn publish(&self, frames: &[Frame]) {
+        let rooms = self.rooms();
+        for f in frames {
+            let Some(room) = rooms.get(&f.store) else {
+                continue;
+            };
+            match f.audience {
+                Audience::Agents => {
+                    for a in room.agents.values() {
+                        a.conn.offer(&f.text);
+                    }
+                }
+                Audience::Widget => {
+                    let Some(conv) = f.conversation else { continue };
+                    for w in room
+                        .widgets
+                        .get(&conv)
+                        .into_iter()
+                        .flat_map(HashMap::values)
+                    {
+                        w.offer(&f.text);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Closes one team socket (what opened it no longer allows it).
+    pub fn close_agent(&self, store: StoreId, id: u64) {
+        if let Some(a) = self.rooms().get(&store).and_then(|r| r.agents.get(&id)) {
+            a.conn.kick.notify_one();
+        }
+    }
+
+    /// Closes every socket (the server is stopping).
+    pub fn close_all(&self) {
+        for room in self.rooms().values() {
+            for a in room.agents.values() {
+                a.conn.kick.notify_one();
+            }
+            for w in room.widgets.values().flat_map(HashMap::values) {
+                w.kick.notify_one();
+            }
+        }
+    }
+
+    /// Every open team socket: (store, socket id, user, credential), for re-checking.
+    pub fn agents(&self) -> Vec<(StoreId, u64, UserId, String)> {
+        self.rooms()
+            .iter()
+            .flat_map(|(store, room)| {
+                room.agents
+                    .iter()
+                    .map(|(id, a)| (*store, *id, a.user, a.credential.clone()))
+            })
+            .collect()
+    }
+
+    /// How many sockets are open (team, widget).
+    pub fn open_sockets(&self) -> (usize, usize) {
+        let rooms = self.rooms();
+        let agents = rooms.values().map(|r| r.agents.len()).sum();
+        let widgets = rooms
+            .values()
+            .flat_map(|r| r.widgets.values())
+            .map(HashMap::len)
+            .sum();
+        (agents, widgets)
+    }
+}
+
+/// The users with a socket open on the room's store, each once.
+fn online(room: &Room) -> Vec<UserId> {
+    let mut users: Vec<UserId> = room.agents.values().map(|a| a.user).collect();
+    users.sort_unstable();
+    users.dedup();
+    users
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_slow_reader_is_bounded_and_marked_for_resync() {
+        let hub = Hub::default();
+        let store = StoreId::new();
+        let (mut slow, _) = hub.join_agent(store, UserId::new(), "session:x".into());
+        let (mut quick, _) = hub.join_agent(store, UserId::new(), "session:y".into());
+        let frame = |n: usize| Frame::new(Audience::Agents, "message:new", store, None, &n);
+        for n in 0..QUEUE + 50 {
+            hub.publish(&[frame(n)]);
+            // One reader keeps up; the other never reads.
+            assert!(quick.rx.try_recv().is_ok());
+        }
+        assert!(!quick.lagged.load(Ordering::Acquire));
+        assert!(slow.lagged.load(Ordering::Acquire), "the slow reader lags");
+        let mut queued = 0;
+        while slow.rx.try_recv().is_ok() {
+            queued += 1;
+        }
+        assert_eq!(queued, QUEUE, "its queue never grew past the bound");
+        // Other stores' sockets hear nothing.
+        let (mut other, _) = hub.join_agent(StoreId::new(), UserId::new(), "session:z".into());
+        hub.publish(&[frame(0)]);
+        assert!(other.rx.try_recv().is_err());
+    }
+}

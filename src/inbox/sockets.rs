@@ -1,0 +1,514 @@
+//! The two realtime sockets (spec 4.9, 5 rule 8, 6.2–6.4, 7): `/ws/conversations` for the
+//! team, `/ws/widget` for a shopper. Handshake failures answer the error body before any
+//! upgrade. A socket pings every `ws_ping_interval` and closes after `ws_idle_timeout`
+//! without a frame from the client; a team socket outlives its access token but not its
+//! session, its user or its membership (re-checked whenever a credential table changes).
+
+use std::time::Duration;
+
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::hub::{Audience, Frame, Listener};
+use super::model::WsTicket;
+use super::store;
+use super::visitor::{chat_channel, visitor_conversation, visitor_token};
+use crate::error::{AppError, ErrorCode};
+use crate::http::auth::{Credential, MaybePrincipal, StoreScope};
+use crate::http::permissions::{Permission, PermissionSet};
+use crate::http::trace::TraceId;
+use crate::ids::{ConversationId, StoreId, UserId};
+use crate::state::AppState;
+
+type ErrorBody = crate::error::ErrorBody;
+
+/// How long a ticket stays valid (spec 8).
+const TICKET_SECS: i64 = 60;
+/// The largest frame a client may send.
+const MAX_CLIENT_FRAME: usize = 16 * 1024;
+
+fn credential_of(c: &Credential) -> String {
+    match c {
+        Credential::Session { session_id, .. } => format!("session:{session_id}"),
+        Credential::StoreToken { token_id, .. } => format!("api_token:{token_id}"),
+    }
+}
+
+/// A single-use ticket for `/ws/conversations`, valid 60 seconds: for clients that cannot
+/// set headers on a WebSocket (browsers).
+#[utoipa::path(post, path = "/stores/{store_id}/conversations/ws-ticket", tag = "inbox",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path)),
+    responses((status = 201, body = WsTicket), (status = 403, body = ErrorBody)))]
+pub async fn ws_ticket(
+    State(st): State<AppState>,
+    scope: StoreScope,
+) -> Result<(StatusCode, axum::Json<WsTicket>), AppError> {
+    scope.require(Permission::ConversationsRead)?;
+    let ticket = crate::secrets::new_token("wst_");
+    let hash = crate::secrets::hash(&ticket);
+    let (user, store_id) = (scope.principal.user_id, scope.store_id);
+    let credential = credential_of(&scope.principal.credential);
+    let expires = st.clock.now() + chrono::Duration::seconds(TICKET_SECS);
+    st.db
+        .write(move |tx| store::insert_ticket(tx, &hash, user, store_id, &credential, expires))
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(WsTicket {
+            ticket,
+            expires_in: TICKET_SECS,
+        }),
+    ))
+}
+
+/// Whether what opened a team socket may still hold it: the session live (or the token
+/// usable), and `conversations.read` in the store.
+pub fn still_allowed(
+    c: &rusqlite::Connection,
+    credential: &str,
+    user: UserId,
+    store_id: StoreId,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<bool, AppError> {
+    let scopes = match credential.split_once(':') {
+        Some(("session", id)) => match id.parse() {
+            Ok(session) if crate::auth::store::session_live(c, session)? => PermissionSet::all(),
+            _ => return Ok(false),
+        },
+        Some(("api_token", id)) => {
+            let live = match id.parse() {
+                Ok(token) => crate::api_tokens::store::live_scopes(c, token, now)?,
+                Err(_) => None,
+            };
+            match live {
+                Some(codes) => PermissionSet::from_scopes(&codes),
+                None => return Ok(false),
+            }
+        }
+        _ => return Ok(false),
+    };
+    Ok(
+        crate::auth::store::store_role(c, store_id, user)?.is_some_and(|(_, role)| {
+            role.permissions()
+                .intersect(scopes)
+                .contains(Permission::ConversationsRead)
+        }),
+    )
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AgentQuery {
+    /// With the bearer header: the store whose conversations to follow.
+    store_id: Option<String>,
+    /// Instead of the header: a ticket from `POST .../conversations/ws-ticket`.
+    ticket: Option<String>,
+}
+
+/// The team's realtime socket (a WebSocket upgrade): every conversation event of one store
+/// (spec 6.2). Needs `conversations.read`. Frames are JSON text; `hello` comes first.
+#[utoipa::path(get, path = "/ws/conversations", tag = "inbox", params(AgentQuery),
+    responses((status = 101, description = "Switched to the WebSocket protocol"),
+              (status = 400, body = ErrorBody, description = "store_id_required"),
+              (status = 401, body = ErrorBody, description = "unauthorized or invalid_ticket"),
+              (status = 403, body = ErrorBody, description = "missing_permission")))]
+pub async fn agent_socket(
+    State(st): State<AppState>,
+    MaybePrincipal(principal): MaybePrincipal,
+    trace: TraceId,
+    Query(q): Query<AgentQuery>,
+    upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    let who = match agent_handshake(&st, principal, trace, q).await {
+        Ok(who) => who,
+        Err(e) => return e.into_response(),
+    };
+    let upgrade = match upgrade {
+        Ok(u) => u,
+        Err(e) => return AppError::bad_request(e.body_text()).into_response(),
+    };
+    sized(upgrade).on_upgrade(move |ws| agent_session(st, ws, who))
+}
+
+/// Small buffers: thousands of idle sockets should cost little memory each.
+fn sized(u: WebSocketUpgrade) -> WebSocketUpgrade {
+    u.read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_message_size(MAX_CLIENT_FRAME)
+        .max_frame_size(MAX_CLIENT_FRAME)
+}
+
+struct AgentWho {
+    store: StoreId,
+    user: UserId,
+    credential: String,
+}
+
+async fn agent_handshake(
+    st: &AppState,
+    principal: Option<crate::http::auth::Principal>,
+    trace: TraceId,
+    q: AgentQuery,
+) -> Result<AgentWho, AppError> {
+    if let Some(ticket) = q.ticket {
+        let hash = crate::secrets::hash(&ticket);
+        let now = st.clock.now();
+        let (user, store, credential) = st
+            .db
+            .write(move |tx| store::consume_ticket(tx, &hash, now))
+            .await?
+            .ok_or_else(|| {
+                AppError::new(
+                    ErrorCode::InvalidTicket,
+                    "the socket ticket was used or has expired",
+                )
+            })?;
+        let cred = credential.clone();
+        if !st
+            .db
+            .read(move |c| still_allowed(c, &cred, user, store, now))
+            .await?
+        {
+            return Err(crate::http::auth::missing_permission(
+                Permission::ConversationsRead,
+            ));
+        }
+        return Ok(AgentWho {
+            store,
+            user,
+            credential,
+        });
+    }
+    let principal = principal.ok_or_else(crate::http::auth::unauthorized)?;
+    let store = q
+        .store_id
+        .ok_or_else(|| {
+            AppError::new(
+                ErrorCode::StoreIdRequired,
+                "store_id is required with a bearer token",
+            )
+        })?
+        .parse::<StoreId>()
+        .map_err(|_| AppError::not_found("store"))?;
+    let scope = StoreScope::resolve(st, principal, store, trace.0).await?;
+    scope.require(Permission::ConversationsRead)?;
+    Ok(AgentWho {
+        store,
+        user: scope.principal.user_id,
+        credential: credential_of(&scope.principal.credential),
+    })
+}
+
+/// A frame a client sends.
+#[derive(Debug, Deserialize)]
+struct ClientFrame {
+    #[serde(rename = "type")]
+    kind: String,
+    conversation_id: Option<ConversationId>,
+    typing: Option<bool>,
+    user_name: Option<String>,
+}
+
+async fn agent_session(st: AppState, ws: WebSocket, who: AgentWho) {
+    let (listener, online) = st.hub.join_agent(who.store, who.user, who.credential);
+    let id = listener.id;
+    st.hub.publish(&[presence(who.store, &online)]);
+    let hello = json!({"type": "hello", "store_id": who.store, "user_id": who.user}).to_string();
+    let (store, user) = (who.store, who.user);
+    let st2 = st.clone();
+    run(&st, ws, listener, hello, move |f| {
+        let st = st2.clone();
+        async move { agent_frame(&st, store, user, f).await }
+    })
+    .await;
+    let online = st.hub.leave_agent(store, id);
+    st.hub.publish(&[presence(store, &online)]);
+}
+
+fn presence(store: StoreId, online: &[UserId]) -> Frame {
+    Frame::new(
+        Audience::Agents,
+        "presence",
+        store,
+        None,
+        &json!({ "online": online }),
+    )
+}
+
+/// What a team socket's own frame does: typing goes to the team and the shopper, viewing to
+/// the team. Frames naming another store's conversation are ignored.
+async fn agent_frame(st: &AppState, store: StoreId, user: UserId, f: ClientFrame) {
+    match f.kind.as_str() {
+        "typing" => {
+            let (Some(conv), Some(typing)) = (f.conversation_id, f.typing) else {
+                return;
+            };
+            if in_store(st, store, conv).await {
+                st.hub
+                    .publish(&typing_frames(store, conv, "agent", Some(user), typing));
+            }
+        }
+        "viewing" => {
+            if let Some(conv) = f.conversation_id
+                && !in_store(st, store, conv).await
+            {
+                return;
+            }
+            let data = json!({"conversation_id": f.conversation_id, "user_id": user,
+                              "user_name": f.user_name, "viewing": f.conversation_id.is_some()});
+            st.hub.publish(&[Frame::new(
+                Audience::Agents,
+                "viewing",
+                store,
+                f.conversation_id,
+                &data,
+            )]);
+        }
+        _ => {} // unknown frames are ignored, as clients ignore unknown events
+    }
+}
+
+async fn in_store(st: &AppState, store: StoreId, conv: ConversationId) -> bool {
+    st.db
+        .read(move |c| store::get_conversation(c, store, conv))
+        .await
+        .is_ok_and(|c| c.is_some())
+}
+
+/// Typing, to the team (with who) and to the shopper (without).
+pub fn typing_frames(
+    store: StoreId,
+    conv: ConversationId,
+    from: &str,
+    user: Option<UserId>,
+    typing: bool,
+) -> Vec<Frame> {
+    let mut frames = vec![Frame::new(
+        Audience::Agents,
+        "typing",
+        store,
+        Some(conv),
+        &json!({"conversation_id": conv, "from": from, "user_id": user, "typing": typing}),
+    )];
+    if from != "visitor" {
+        frames.push(Frame::new(
+            Audience::Widget,
+            "typing",
+            store,
+            Some(conv),
+            &json!({"conversation_id": conv, "from": from, "typing": typing}),
+        ));
+    }
+    frames
+}
+
+fn pong() -> std::sync::Arc<str> {
+    r#"{"type":"pong"}"#.into()
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WidgetQuery {
+    /// The chat channel's public key.
+    key: String,
+    conversation_id: String,
+    /// The visitor token (or header `X-Visitor-Token`).
+    token: Option<String>,
+}
+
+/// The shopper's realtime socket (a WebSocket upgrade) on their conversation (spec 6.3).
+#[utoipa::path(get, path = "/ws/widget", tag = "widget", params(WidgetQuery),
+    responses((status = 101, description = "Switched to the WebSocket protocol"),
+              (status = 401, body = ErrorBody, description = "a wrong visitor token"),
+              (status = 403, body = ErrorBody, description = "channel turned off or origin not allowed"),
+              (status = 404, body = ErrorBody, description = "unknown key or conversation")))]
+pub async fn widget_socket(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<WidgetQuery>,
+    upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    let origin = headers
+        .get(axum::http::header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let token = q.token.or_else(|| visitor_token(&headers));
+    let Ok(conv) = q.conversation_id.parse::<ConversationId>() else {
+        return AppError::not_found("conversation").into_response();
+    };
+    let key = q.key;
+    let checked = st
+        .db
+        .read(move |c| {
+            let ch = chat_channel(c, &key, origin.as_deref())?;
+            visitor_conversation(c, &ch, conv, token.as_deref())?;
+            Ok(ch.store_id)
+        })
+        .await;
+    let store = match checked {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let upgrade = match upgrade {
+        Ok(u) => u,
+        Err(e) => return AppError::bad_request(e.body_text()).into_response(),
+    };
+    sized(upgrade).on_upgrade(move |ws| widget_session(st, ws, store, conv))
+}
+
+async fn widget_session(st: AppState, ws: WebSocket, store: StoreId, conv: ConversationId) {
+    let listener = st.hub.join_widget(store, conv);
+    let id = listener.id;
+    st.hub.publish(&[visitor_online(store, conv, true)]);
+    let hello = json!({"type": "hello", "store_id": store, "conversation_id": conv}).to_string();
+    let st2 = st.clone();
+    run(&st, ws, listener, hello, move |f| {
+        let st = st2.clone();
+        async move {
+            if f.kind == "typing"
+                && let Some(typing) = f.typing
+            {
+                st.hub
+                    .publish(&typing_frames(store, conv, "visitor", None, typing));
+            }
+        }
+    })
+    .await;
+    let still = st.hub.leave_widget(store, conv, id);
+    if !still {
+        st.hub.publish(&[visitor_online(store, conv, false)]);
+    }
+}
+
+fn visitor_online(store: StoreId, conv: ConversationId, online: bool) -> Frame {
+    Frame::new(
+        Audience::Agents,
+        "presence",
+        store,
+        Some(conv),
+        &json!({"conversation_id": conv, "visitor_online": online}),
+    )
+}
+
+/// One socket's life: `hello`, then the hub's frames out and the client's frames in, with
+/// the heartbeat of spec 6.4. A lagging socket's backlog is dropped for one `resync`.
+async fn run<F, Fut>(st: &AppState, ws: WebSocket, mut l: Listener, hello: String, mut on_frame: F)
+where
+    F: FnMut(ClientFrame) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (ping_every, idle) = (st.cfg.ws_ping_interval, st.cfg.ws_idle_timeout);
+    let (mut tx, mut rx) = ws.split();
+    if !send(&mut tx, Message::Text(Utf8Bytes::from(hello)), idle).await {
+        return;
+    }
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+    let mut last_heard = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            () = l.kick.notified() => {
+                let _ = send(&mut tx, Message::Close(None), idle).await;
+                break;
+            }
+            out = l.rx.recv() => {
+                let Some(text) = out else { break };
+                let msg = if l.lagged.swap(false, std::sync::atomic::Ordering::AcqRel) {
+                    while l.rx.try_recv().is_ok() {}
+                    Message::Text(Utf8Bytes::from_static(r#"{"type":"resync"}"#))
+                } else {
+                    Message::Text(Utf8Bytes::from(&*text))
+                };
+                if !send(&mut tx, msg, idle).await {
+                    break;
+                }
+            }
+            frame = rx.next() => {
+                last_heard = tokio::time::Instant::now();
+                match frame {
+                    Some(Ok(Message::Text(t))) => {
+                        if let Ok(f) = serde_json::from_str::<ClientFrame>(&t) {
+                            if f.kind == "ping" {
+                                if !send(&mut tx, Message::Text(Utf8Bytes::from(&*pong())), idle).await {
+                                    break;
+                                }
+                            } else {
+                                on_frame(f).await;
+                            }
+                        }
+                    }
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+                    Some(Ok(_)) => {} // pongs and pings count as life; the library answers pings
+                }
+            }
+            _ = ticker.tick() => {
+                if last_heard.elapsed() >= idle {
+                    let _ = send(&mut tx, Message::Close(None), idle).await;
+                    break;
+                }
+                if !send(&mut tx, Message::Ping(Default::default()), idle).await {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Sends one frame; false when the client is gone (a send that cannot finish within the
+/// idle timeout counts as gone).
+async fn send(
+    tx: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    m: Message,
+    limit: Duration,
+) -> bool {
+    matches!(tokio::time::timeout(limit, tx.send(m)).await, Ok(Ok(())))
+}
+
+/// Closes team sockets whose session, user, token or membership no longer allows them:
+/// looked at whenever a credential table changes, within `poll`.
+pub async fn watch(st: AppState, poll: Duration, shutdown: tokio_util::sync::CancellationToken) {
+    let mut seen = st.db.credentials_epoch();
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => {
+                st.hub.close_all();
+                break;
+            }
+            () = tokio::time::sleep(poll) => {}
+        }
+        let epoch = st.db.credentials_epoch();
+        if epoch == seen {
+            continue;
+        }
+        seen = epoch;
+        let agents = st.hub.agents();
+        if agents.is_empty() {
+            continue;
+        }
+        let now = st.clock.now();
+        let gone = st
+            .db
+            .read(move |c| {
+                let mut gone = Vec::new();
+                for (store, id, user, credential) in agents {
+                    if !still_allowed(c, &credential, user, store, now)? {
+                        gone.push((store, id));
+                    }
+                }
+                Ok(gone)
+            })
+            .await;
+        match gone {
+            Ok(gone) => {
+                for (store, id) in gone {
+                    st.hub.close_agent(store, id);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not re-check the open sockets"),
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The inbox's realtime sockets (issue 15; spec 4.9, 5 rule 8, 6.2–6.4, 7).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{TestApp, Visitor, Ws, patch, post, spawn_app, spawn_app_with};
+
+struct Inbox {
+    owner: String,
+    store_id: String,
+    p: String,
+    key: String,
+}
+
+async fn inbox(app: &TestApp) -> Inbox {
+    let (owner, _) = app.member("owner@example.com").await;
+    let store_id = app.open_store(&owner, "Org").await;
+    let p = format!("/v1/stores/{store_id}");
+    let key = app.chat_channel(&owner, &p, json!([])).await;
+    Inbox {
+        owner,
+        store_id,
+        p,
+        key,
+    }
+}
+
+async fn agent(app: &TestApp, i: &Inbox) -> Ws {
+    let auth = format!("Bearer {}", i.owner);
+    let mut ws = app
+        .ws(
+            &format!("/v1/ws/conversations?store_id={}", i.store_id),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("agent socket opens");
+    let hello = ws.next().await.unwrap();
+    assert_eq!(hello["type"], "hello");
+    assert_eq!(hello["store_id"], i.store_id.as_str());
+    ws
+}
+
+async fn widget(app: &TestApp, i: &Inbox, v: &Visitor) -> Ws {
+    let mut ws = app
+        .ws(
+            &format!(
+                "/ws/widget?key={}&conversation_id={}&token={}",
+                i.key, v.conversation_id, v.token
+            ),
+            &[],
+        )
+        .await
+        .expect("widget socket opens");
+    assert_eq!(ws.next().await.unwrap()["type"], "hello");
+    ws
+}
+
+#[tokio::test]
+async fn events_reach_the_team_and_the_shopper_as_the_spec_shapes_them() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let mut team = agent(&app, &i).await;
+    assert_eq!(
+        team.next_of("presence").await["data"]["online"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // A conversation that never gets a message announces nothing; its first message
+    // announces it once, just before that message.
+    let v = app.visitor(&i.key, json!({"name": "Ana"})).await;
+    let mut shopper = widget(&app, &i, &v).await;
+    let online = team.next_of("presence").await;
+    assert_eq!(online["data"]["visitor_online"], true);
+    app.visitor_says(&v, "hello").await.expect(201);
+    let new = team.next().await.unwrap();
+    assert_eq!(new["type"], "conversation:new");
+    assert_eq!(new["data"]["display_name"], "Ana");
+    assert_eq!(new["conversation_id"], v.conversation_id.as_str());
+    for field in ["store_id", "audience", "origin"] {
+        assert!(new.get(field).is_some(), "{field} in the envelope");
+    }
+    let msg = team.next().await.unwrap();
+    assert_eq!(msg["type"], "message:new");
+    assert_eq!(msg["data"]["text"], "hello");
+    assert_eq!(team.next().await.unwrap()["type"], "conversation:updated");
+    app.visitor_says(&v, "again").await.expect(201);
+    assert_eq!(
+        team.next().await.unwrap()["type"],
+        "message:new",
+        "announced once"
+    );
+    // The shopper sees their own messages too.
+    assert_eq!(
+        shopper.next_of("message:new").await["data"]["text"],
+        "hello"
+    );
+    assert_eq!(
+        shopper.next_of("message:new").await["data"]["text"],
+        "again"
+    );
+
+    // The team's reply reaches the shopper; the widget's conversation:updated carries four
+    // fields only. Notes never reach the shopper.
+    let one = format!("{}/conversations/{}", i.p, v.conversation_id);
+    app.call(
+        post(),
+        &format!("{one}/notes"),
+        &i.owner,
+        Some(json!({"text": "secret"})),
+    )
+    .await
+    .expect(201);
+    assert_eq!(team.next_of("note:new").await["data"]["text"], "secret");
+    app.call(
+        post(),
+        &format!("{one}/messages"),
+        &i.owner,
+        Some(json!({"text": "hi Ana"})),
+    )
+    .await
+    .expect(201);
+    let reply = shopper.next_of("message:new").await;
+    assert_eq!(reply["data"]["text"], "hi Ana");
+    let updated = shopper.next_of("conversation:updated").await;
+    let mut fields: Vec<&str> = updated["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "assignee_user_id",
+            "bot_active",
+            "status",
+            "unread_for_visitor"
+        ]
+    );
+
+    // Typing both ways; the shopper does not see its own.
+    shopper
+        .send(json!({"type": "typing", "typing": true}))
+        .await;
+    let t = team.next_of("typing").await;
+    assert_eq!(t["data"]["from"], "visitor");
+    team.send(json!({"type": "typing", "conversation_id": v.conversation_id, "typing": true}))
+        .await;
+    let t = shopper.next_of("typing").await;
+    assert_eq!(t["data"]["from"], "agent");
+    assert!(t["data"].get("user_id").is_none());
+    app.call(
+        post(),
+        &format!("{one}/typing"),
+        &i.owner,
+        Some(json!({"typing": false})),
+    )
+    .await
+    .expect(204);
+    assert_eq!(shopper.next_of("typing").await["data"]["typing"], false);
+
+    // The shopper reads: the team hears it.
+    app.call(post(), &format!("{}/read", v.path), &v.token, None)
+        .await
+        .expect(204);
+    let read = team.next_of("messages:read").await;
+    assert_eq!(read["data"]["by"], "visitor");
+
+    // Pings are answered; the shopper leaving is presence for the team.
+    shopper.send(json!({"type": "ping"})).await;
+    assert_eq!(shopper.next_of("pong").await["type"], "pong");
+    drop(shopper);
+    let gone = team.next_of("presence").await;
+    assert_eq!(gone["data"]["visitor_online"], false);
+}
+
+#[tokio::test]
+async fn handshake_failures_answer_before_the_upgrade() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let refused = |r: Result<Ws, (u16, serde_json::Value)>| match r {
+        Ok(_) => panic!("the socket opened"),
+        Err((status, body)) => (status, body["code"].as_str().unwrap_or("").to_owned()),
+    };
+    let auth = format!("Bearer {}", i.owner);
+    let bearer = [("authorization", auth.as_str())];
+    assert_eq!(
+        refused(
+            app.ws(
+                &format!("/v1/ws/conversations?store_id={}", i.store_id),
+                &[]
+            )
+            .await
+        ),
+        (401, "unauthorized".into())
+    );
+    assert_eq!(
+        refused(app.ws("/v1/ws/conversations", &bearer).await),
+        (400, "store_id_required".into())
+    );
+    assert_eq!(
+        refused(app.ws("/v1/ws/conversations?ticket=wst_nope", &[]).await),
+        (401, "invalid_ticket".into())
+    );
+    // A store token without conversations.read.
+    let token = app
+        .store_token(&i.owner, &i.store_id, json!(["orders.read"]))
+        .await;
+    let auth = format!("Bearer {token}");
+    assert_eq!(
+        refused(
+            app.ws(
+                &format!("/v1/ws/conversations?store_id={}", i.store_id),
+                &[("authorization", &auth)]
+            )
+            .await
+        ),
+        (403, "missing_permission".into())
+    );
+
+    // Tickets: single use, 60 seconds.
+    let ticket_path = format!("{}/conversations/ws-ticket", i.p);
+    let t = app.call(post(), &ticket_path, &i.owner, None).await;
+    t.expect(201);
+    assert_eq!(t.body["expires_in"], 60);
+    let ticket = t.body["ticket"].as_str().unwrap().to_owned();
+    let url = format!("/ws/conversations?ticket={ticket}");
+    let mut ws = app.ws(&url, &[]).await.expect("a fresh ticket opens");
+    assert_eq!(ws.next().await.unwrap()["type"], "hello");
+    assert_eq!(
+        refused(app.ws(&url, &[]).await),
+        (401, "invalid_ticket".into())
+    );
+    let late = app.call(post(), &ticket_path, &i.owner, None).await;
+    app.clock.advance(chrono::Duration::seconds(61));
+    let url = format!(
+        "/ws/conversations?ticket={}",
+        late.body["ticket"].as_str().unwrap()
+    );
+    assert_eq!(
+        refused(app.ws(&url, &[]).await),
+        (401, "invalid_ticket".into())
+    );
+
+    // The widget's socket: unknown key 404, bad token 401, a turned-off channel 403.
+    let v = app.visitor(&i.key, json!({})).await;
+    let w = |key: &str, token: &str| {
+        format!(
+            "/v1/ws/widget?key={key}&conversation_id={}&token={token}",
+            v.conversation_id
+        )
+    };
+    assert_eq!(
+        refused(app.ws(&w("chk_nope", &v.token), &[]).await),
+        (404, "not_found".into())
+    );
+    assert_eq!(
+        refused(app.ws(&w(&i.key, "vt_bad"), &[]).await),
+        (401, "unauthorized".into())
+    );
+    let ch = app.get_as(&format!("{}/channels", i.p), &i.owner).await;
+    let channel = format!(
+        "{}/channels/{}",
+        i.p,
+        ch.body["data"][0]["id"].as_str().unwrap()
+    );
+    app.call(patch(), &channel, &i.owner, Some(json!({"enabled": false})))
+        .await
+        .expect(200);
+    assert_eq!(
+        refused(app.ws(&w(&i.key, &v.token), &[]).await),
+        (403, "forbidden".into())
+    );
+}
+
+#[tokio::test]
+async fn a_team_socket_outlives_its_token_but_not_its_session_or_membership() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let (staff, staff_id) = app.member("staff@example.com").await;
+    app.add_to_store(&i.store_id, &staff_id, "staff").await;
+
+    let auth = format!("Bearer {staff}");
+    let mut staff_ws = app
+        .ws(
+            &format!("/v1/ws/conversations?store_id={}", i.store_id),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("staff socket opens");
+    // The access tokens expire; the sockets stay, and still get events.
+    let mut owner_ws = agent(&app, &i).await;
+    app.clock.advance(chrono::Duration::days(2));
+    let v = app.visitor(&i.key, json!({})).await;
+    app.visitor_says(&v, "still there?").await.expect(201);
+    assert_eq!(
+        owner_ws.next_of("message:new").await["data"]["text"],
+        "still there?"
+    );
+    assert_eq!(
+        staff_ws.next_of("message:new").await["data"]["text"],
+        "still there?"
+    );
+
+    // Removing a member closes their socket.
+    let fresh = app.login_as("owner@example.com", "second device").await;
+    let fresh = fresh.body.clone();
+    let owner_now = fresh["token"].as_str().unwrap().to_owned();
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("{}/members/{staff_id}", i.p),
+        &owner_now,
+        None,
+    )
+    .await
+    .expect(204);
+    staff_ws.until_closed().await;
+
+    // Ending the session (a device revoked from another one) closes its socket.
+    let sessions = app.get_as("/v1/me/sessions", &owner_now).await;
+    sessions.expect(200);
+    let first = sessions.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["current"] == false)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("/v1/me/sessions/{first}"),
+        &owner_now,
+        None,
+    )
+    .await
+    .expect(204);
+    owner_ws.until_closed().await;
+}
+
+#[tokio::test]
+async fn a_silent_socket_is_closed_after_the_idle_timeout() {
+    let app = spawn_app_with(|c| {
+        c.ws_ping_interval = Duration::from_millis(50);
+        c.ws_idle_timeout = Duration::from_millis(200);
+    })
+    .await;
+    let i = inbox(&app).await;
+    let auth = format!("Bearer {}", i.owner);
+    let ws = app
+        .ws(
+            &format!("/v1/ws/conversations?store_id={}", i.store_id),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("opens");
+    // A client that never reads never answers the pings: the server gives up on it.
+    crate::support::wait_until("the idle socket to be dropped", || async {
+        app.state.hub.open_sockets().0 == 0
+    })
+    .await;
+    drop(ws);
+}
