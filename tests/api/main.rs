@@ -26,3 +26,4 @@ mod support;
 mod tenants;
 mod two_factor;
 mod webhooks;
+mod widget;
