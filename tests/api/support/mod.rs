@@ -2,8 +2,10 @@
 //! directory and a clock the test controls. Area files hold tests; what several of them share
 //! lives here: the HTTP client (`client`), seeded accounts and stores (`fixtures`), a webhook
 //! receiver (`receiver`), a stocked shop (`shop`), TOTP (`totp`), the messaging-app fake
-//! (`msgapp`), the real binary (`process`) and the probe routes (`probe`).
+//! (`msgapp`), the real binary (`process`), the probe routes (`probe`) and a headless
+//! Chromium for the chat widget (`browser`).
 
+pub mod browser;
 mod client;
 mod fixtures;
 pub mod msgapp;
