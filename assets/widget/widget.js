@@ -1,5 +1,6 @@
 /*
- * merchant-admin chat widget: plain JavaScript, no build step, no dependencies.
+ * merchant-admin chat widget: plain JavaScript, no build step, no dependencies. ASCII only
+ * (non-ASCII text is escaped), so it reads right whatever charset a proxy or page assumes.
  * Embed: <script src="https://HOST/widget.js" data-key="CHANNEL_KEY"></script>
  * Optional: data-title, data-color (#rgb or #rrggbb), data-name, data-email (the shopper).
  *
@@ -38,7 +39,7 @@
   var STORE_KEY = "merchant-admin-widget:" + key;
   var PING_EVERY = 25000, PONG_WITHIN = 10000, LASTED = 30000, MAX_BACKOFF = 30000;
   var TYPING_EVERY = 3000, TYPING_IDLE = 5000, THEIR_TYPING_TTL = 6000;
-  var STATUS_TEXT = { sending: "Sending…", sent: "Sent", delivered: "Delivered", read: "Read", failed: "Not delivered" };
+  var STATUS_TEXT = { sending: "Sending\u2026", sent: "Sent", delivered: "Delivered", read: "Read", failed: "Not delivered" };
 
   var st = {
     conv: loadConv(),     // {conversation_id, visitor_token} or null
@@ -398,6 +399,8 @@
   var ICON_CHAT = '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" ' +
     'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M21 12a8 8 0 0 1-11.6 ' +
     '7.1L4 20l1.1-4.4A8 8 0 1 1 21 12z"/></svg>';
+  var ICON_DOWN = '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" ' +
+    'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M6 9l6 6 6-6"/></svg>';
   var ICON_SEND = '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" ' +
     'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M5 12h14M13 6l6 6-6 6"/></svg>';
 
@@ -437,7 +440,7 @@
       html: ICON_CHAT }, []);
     ui.bubble.appendChild(ui.badge);
     ui.close = h("button", { class: "maw-close", "data-testid": "widget-close", type: "button",
-      "aria-label": "Close chat", text: "×" });
+      "aria-label": "Close chat", text: "\u00d7" });
     ui.list = h("ol", { id: "ma-widget-messages", "data-testid": "widget-messages", "aria-live": "polite" });
     ui.empty = h("p", { class: "maw-empty", "data-testid": "widget-empty",
       text: "Hi there! Ask us anything. We usually reply within a few minutes." });
@@ -448,7 +451,7 @@
       [h("span", { class: "maw-dots" }, [h("span"), h("span"), h("span")]), h("span", { text: " typing" })]);
     ui.error = h("div", { class: "maw-error", "data-testid": "widget-error", role: "alert", hidden: "" });
     ui.input = h("textarea", { id: "ma-widget-input", "data-testid": "widget-input", rows: "1",
-      placeholder: "Write a message…", "aria-label": "Message", maxlength: "4000" });
+      placeholder: "Write a message\u2026", "aria-label": "Message", maxlength: "4000" });
     ui.send = h("button", { id: "ma-widget-send", "data-testid": "widget-send", type: "submit",
       "aria-label": "Send", html: ICON_SEND });
     ui.form = h("form", { class: "maw-form" }, [ui.input, ui.send]);
@@ -491,6 +494,7 @@
     ui.panel.hidden = !open;
     ui.bubble.setAttribute("aria-expanded", String(open));
     ui.bubble.setAttribute("aria-label", open ? "Close chat" : "Open chat");
+    ui.bubble.firstChild.outerHTML = open ? ICON_DOWN : ICON_CHAT;
     if (open) {
       st.unread = 0;
       render({ toBottom: true });
@@ -565,7 +569,7 @@
       "data-testid": "widget-message", "data-id": m.id, "data-sender": sender });
     li.appendChild(h("div", { class: "maw-text", text: m.text || "" }));
     (m.attachments || []).forEach(function (a) {
-      var b = h("button", { class: "maw-att", type: "button", text: "📎 " + (a.name || a.mime_type || "Attachment") });
+      var b = h("button", { class: "maw-att", type: "button", text: "\ud83d\udcce " + (a.name || a.mime_type || "Attachment") });
       b.addEventListener("click", function () { openAttachment(a); });
       li.lastChild.appendChild(b);
     });

@@ -34,6 +34,8 @@ async fn the_widget_script_is_served_small_cacheable_and_not_deprecated() {
         r.text.len()
     );
     assert!(r.text.contains("/v1/ws/widget"), "the real script");
+    // Reads right even where a proxy or the page drops the charset.
+    assert!(r.text.is_ascii(), "widget.js keeps to ASCII");
     assert!(r.header("deprecation").is_none(), "a root path");
 
     // The ETag spares a returning shopper the download.
