@@ -33,6 +33,7 @@ pub mod text;
 pub mod threads;
 pub mod time;
 pub mod webhooks;
+pub mod widget;
 
 use std::future::Future;
 
@@ -82,7 +83,8 @@ pub fn routes(st: &AppState) -> Router<AppState> {
     let (router, doc) = api();
     let json = doc.to_json().expect("the OpenAPI document serializes");
     let _ = st.openapi_json.set(Bytes::from(json));
-    router
+    // Static files, not API: they stay out of `api()` and so out of the document.
+    router.merge(widget::router())
 }
 
 /// `routes` with every shared layer and the fallbacks, before path versioning.

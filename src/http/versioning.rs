@@ -11,8 +11,9 @@ use axum::response::Response;
 use crate::state::AppState;
 
 pub const PREFIX: &str = "/v1";
-/// Operational paths that live at the root only and are never deprecated.
-pub const ROOT_PATHS: [&str; 2] = ["/healthz", "/readyz"];
+/// Paths that live at the root only and are never deprecated: operational ones, and the chat
+/// widget's static files (its pages embed `/widget.js`).
+pub const ROOT_PATHS: [&str; 4] = ["/healthz", "/readyz", "/widget.js", "/widget/demo"];
 
 /// Marks a response from the fallback, so an unknown unversioned path gets no successor link.
 #[derive(Debug, Clone, Copy)]

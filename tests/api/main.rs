@@ -28,3 +28,4 @@ mod support;
 mod tenants;
 mod two_factor;
 mod webhooks;
+mod widget;

@@ -2,9 +2,11 @@
 //! directory and a clock the test controls. Area files hold tests; what several of them share
 //! lives here: the HTTP client (`client`), seeded accounts and stores (`fixtures`), a webhook
 //! receiver (`receiver`), a stocked shop (`shop`), TOTP (`totp`), the messaging-app fake
-//! (`msgapp`), the real binary (`process`), the probe routes (`probe`) and a shopper on the
-//! chat widget (`inbox`).
+//! (`msgapp`), the real binary (`process`), the probe routes (`probe`), a shopper on the
+//! chat widget's routes (`inbox`), WebSocket clients (`ws`) and a headless Chromium for the
+//! widget itself (`browser`).
 
+pub mod browser;
 mod client;
 mod fixtures;
 mod inbox;
