@@ -1,10 +1,12 @@
 //! The shopper chat widget (issue 15): its files over HTTP, and the widget itself in a real
-//! headless Chromium against the real server. The inbox backend is not there yet, so the
-//! browser tests cover what works without it: the bubble, the panel, and a first send that
-//! fails (the widget routes answer 404 today) without losing the shopper's text.
+//! headless Chromium against the real server: the bubble and panel, a first send that fails
+//! (an unknown channel key) without losing the shopper's text, and a whole conversation with
+//! the team on the other end of the agent socket.
+
+use serde_json::json;
 
 use crate::support::browser::{Browser, url};
-use crate::support::spawn_app;
+use crate::support::{post, spawn_app};
 
 const BUBBLE: &str = "[data-testid=widget-bubble]";
 const PANEL: &str = "[data-testid=widget-panel]";
@@ -168,7 +170,7 @@ async fn a_first_message_that_cannot_be_sent_shows_an_error_and_keeps_the_text()
     browser.click(BUBBLE).await;
     browser.wait_visible(INPUT).await;
 
-    // No inbox backend yet: POST /v1/widget/demo-key/conversations answers 404.
+    // No channel has this key: POST /v1/widget/demo-key/conversations answers 404.
     let text = "Hi! Is the trail jacket waterproof?";
     browser.type_into(INPUT, text).await;
     browser.click(SEND).await;
@@ -196,4 +198,90 @@ async fn a_first_message_that_cannot_be_sent_shows_an_error_and_keeps_the_text()
     browser.reload().await;
     browser.wait_visible(BUBBLE).await;
     assert!(!browser.is_displayed(PANEL).await);
+}
+
+#[tokio::test]
+async fn a_shopper_and_the_team_talk_through_the_widget_and_a_reload_keeps_the_history() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("owner@example.com").await;
+    let store_id = app.open_store(&owner, "Org").await;
+    let p = format!("/v1/stores/{store_id}");
+    let key = app.chat_channel(&owner, &p, json!([])).await;
+    let auth = format!("Bearer {owner}");
+    let mut team = app
+        .ws(
+            &format!("/v1/ws/conversations?store_id={store_id}"),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("agent socket");
+
+    let browser = Browser::start().await;
+    browser
+        .open(&url(app.addr, &format!("/widget/demo?key={key}")))
+        .await;
+    browser.click(BUBBLE).await;
+    browser.wait_visible(INPUT).await;
+    let text = "Hi! Is the trail jacket waterproof?";
+    browser.type_into(INPUT, text).await;
+    browser.click(SEND).await;
+
+    // The shopper's message reaches the team's socket, announced as a new conversation.
+    let new = team.next_of("conversation:new").await;
+    let conversation = new["conversation_id"].as_str().unwrap().to_owned();
+    let msg = team.next_of("message:new").await;
+    assert_eq!(msg["data"]["text"], text);
+    assert_eq!(msg["data"]["sender"], "visitor");
+    let stored = browser.local_storage().await;
+    assert!(
+        stored
+            .values()
+            .any(|v| v.as_str().is_some_and(|s| s.contains(&conversation))),
+        "the conversation is remembered: {stored:?}"
+    );
+
+    // The team's reply appears in the page, over the widget's socket.
+    let reply = "Yes: fully taped seams, 20k mm.";
+    app.call(
+        post(),
+        &format!("{p}/conversations/{conversation}/messages"),
+        &owner,
+        Some(json!({"text": reply})),
+    )
+    .await
+    .expect(201);
+    browser
+        .wait_for(
+            "the team's reply to show",
+            &format!(
+                "[...document.querySelectorAll('[data-sender=agent]')].some(e => e.textContent.includes({}))",
+                json!(reply)
+            ),
+        )
+        .await;
+    browser.screenshot("widget-conversation").await;
+
+    // A reload resumes the same conversation with its history.
+    browser.reload().await;
+    browser.wait_visible(BUBBLE).await;
+    if !browser.is_displayed(PANEL).await {
+        browser.click(BUBBLE).await;
+    }
+    browser
+        .wait_for(
+            "the history after a reload",
+            &format!(
+                "document.querySelectorAll('[data-testid=widget-message]').length >= 2
+                 && document.body.textContent.includes({})",
+                json!(reply)
+            ),
+        )
+        .await;
+    browser.screenshot("widget-after-reload").await;
+    let list = app.get_as(&format!("{p}/conversations"), &owner).await;
+    assert_eq!(
+        list.body["data"].as_array().unwrap().len(),
+        1,
+        "no second conversation"
+    );
 }
