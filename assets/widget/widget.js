@@ -99,8 +99,10 @@
       throw new ApiError(0, "network", "");
     });
   }
+  // 401/404: the conversation or token is gone for good. A 403 (channel turned off, origin
+  // not allowed) may pass, so the conversation is kept for later.
   function gone(err) {
-    return err instanceof ApiError && (err.status === 401 || err.status === 403 || err.status === 404);
+    return err instanceof ApiError && (err.status === 401 || err.status === 404);
   }
   function uuid() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();

@@ -181,6 +181,7 @@ pub async fn update_conversation(
             store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)
         })
         .await?;
+    st.hub.publish(&events::conversation_updated(&out));
     Ok(Json(out))
 }
 
@@ -315,15 +316,13 @@ pub async fn send_message(
 ) -> Result<(StatusCode, Json<Sent>), AppError> {
     scope.require(Permission::ConversationsWrite)?;
     let text = message_text(&input.text)?;
-    let (store_id, id, user, now) = (
-        scope.store_id,
-        ids.1,
-        scope.principal.user_id,
-        st.clock.now(),
-    );
+    let (store_id, id, user) = (scope.store_id, ids.1, scope.principal.user_id);
+    let clock = st.clock.clone();
     let sent = st
         .db
         .write(move |tx| {
+            // Read on the writer: message times follow commit order (`created_after`).
+            let now = clock.now();
             store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
             let mid = MessageId::new();
             store::insert_message(

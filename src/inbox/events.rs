@@ -15,9 +15,7 @@ pub fn message(kind: &str, m: &MessageOut) -> [Frame; 2] {
 /// `conversation:updated`: the bare conversation to the team, its four public fields to the
 /// shopper.
 pub fn conversation_updated(c: &ConversationOut) -> [Frame; 2] {
-    let public = json!({"status": c.status, "bot_active": c.bot_active,
-                        "assignee_user_id": c.assignee_user_id,
-                        "unread_for_visitor": c.unread_for_visitor});
+    let public = public_conversation(c);
     [
         Frame::new(
             Audience::Agents,
@@ -34,6 +32,12 @@ pub fn conversation_updated(c: &ConversationOut) -> [Frame; 2] {
             &public,
         ),
     ]
+}
+
+/// The fields of a conversation a shopper may see (spec 6.3).
+pub fn public_conversation(c: &ConversationOut) -> serde_json::Value {
+    json!({"status": c.status, "bot_active": c.bot_active,
+           "assignee_user_id": c.assignee_user_id, "unread_for_visitor": c.unread_for_visitor})
 }
 
 /// `conversation:new`: the inbox row, to the team, just before its first `message:new`.

@@ -47,7 +47,7 @@ fn credential_of(c: &Credential) -> String {
 pub async fn ws_ticket(
     State(st): State<AppState>,
     scope: StoreScope,
-) -> Result<(StatusCode, axum::Json<WsTicket>), AppError> {
+) -> Result<Response, AppError> {
     scope.require(Permission::ConversationsRead)?;
     let ticket = crate::secrets::new_token("wst_");
     let hash = crate::secrets::hash(&ticket);
@@ -57,13 +57,14 @@ pub async fn ws_ticket(
     st.db
         .write(move |tx| store::insert_ticket(tx, &hash, user, store_id, &credential, expires))
         .await?;
-    Ok((
+    // A credential: never kept for an idempotent replay, never cached.
+    Ok(crate::http::idempotency::no_store((
         StatusCode::CREATED,
         axum::Json(WsTicket {
             ticket,
             expires_in: TICKET_SECS,
         }),
-    ))
+    )))
 }
 
 /// Whether what opened a team socket may still hold it: the session live (or the token
@@ -411,6 +412,8 @@ where
     let mut last_heard = tokio::time::Instant::now();
     loop {
         tokio::select! {
+            // A kicked socket sends nothing more.
+            biased;
             () = l.kick.notified() => {
                 let _ = send(&mut tx, Message::Close(None), idle).await;
                 break;

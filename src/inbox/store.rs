@@ -267,14 +267,18 @@ pub struct NewConversation<'a> {
 }
 
 /// Creates an open conversation, linked to the store's customer with the contact's e-mail or
-/// phone when there is one.
+/// phone when there is one. A widget contact typed their e-mail themselves: it is not proof,
+/// so chat conversations are never linked (that would show an impostor as the customer and
+/// tell a stranger who is one).
 pub fn insert_conversation(
     tx: &Transaction<'_>,
     n: &NewConversation<'_>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    let customer: Option<String> = tx
-        .prepare_cached(
+    let customer: Option<String> = if n.kind == ChannelKind::StorefrontChat {
+        None
+    } else {
+        tx.prepare_cached(
             "SELECT id FROM customers WHERE store_id = ?1
                AND ((?2 IS NOT NULL AND email = ?2) OR (?3 IS NOT NULL AND phone = ?3))
              ORDER BY created_at LIMIT 1",
@@ -282,7 +286,8 @@ pub fn insert_conversation(
         .query_row(params![n.store, n.contact.email, n.contact.phone], |r| {
             r.get(0)
         })
-        .optional()?;
+        .optional()?
+    };
     let search = [&n.contact.name, &n.contact.email, &n.contact.phone]
         .into_iter()
         .flatten()
@@ -370,8 +375,9 @@ pub struct InboxQuery {
 }
 
 fn inbox_filter(q: &InboxQuery) -> String {
+    // A conversation shows once it has a message: a widget opened and left says nothing.
     let mut sql = crate::db::where_clause(
-        "c.store_id = ?1",
+        "c.store_id = ?1 AND c.last_message_at IS NOT NULL",
         &[
             (q.status.is_some(), "c.status = ?2", "?2"),
             (q.channel_kind.is_some(), "c.channel_kind = ?3", "?3"),
@@ -494,7 +500,7 @@ pub fn counts(c: &Connection, store: StoreId, me: UserId) -> Result<Conversation
                 COALESCE(SUM(status = 'resolved'), 0), COALESCE(SUM(status = 'snoozed'), 0),
                 COALESCE(SUM(status = 'open' AND assignee_user_id IS NULL), 0),
                 COALESCE(SUM(status = 'open' AND assignee_user_id = ?2), 0)
-         FROM conversations WHERE store_id = ?1",
+         FROM conversations WHERE store_id = ?1 AND last_message_at IS NOT NULL",
     )?
     .query_row(params![store, me], |r| {
         Ok(ConversationCounts {

@@ -13,7 +13,6 @@ use super::events;
 use super::hub::{Audience, Frame};
 use super::model::{
     ChannelKind, ChannelOut, Contact, DeliveryStatus, MessageFilter, MessageIn, MessageOut, Sender,
-    Sent,
 };
 use super::store::{self, NewConversation, NewMessage};
 use crate::error::{AppError, ErrorCode};
@@ -32,6 +31,15 @@ pub const VISITOR_TOKEN_HEADER: &str = "x-visitor-token";
 pub struct VisitorIn {
     pub name: Option<String>,
     pub email: Option<String>,
+}
+
+/// What the shopper's send answers: the message, and the four fields of the conversation
+/// the widget shows (spec 6.3).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VisitorSent {
+    pub message: MessageOut,
+    #[schema(value_type = Object)]
+    pub conversation: serde_json::Value,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -118,7 +126,7 @@ pub async fn open_conversation(
     Path(key): Path<String>,
     headers: HeaderMap,
     Json(input): Json<VisitorIn>,
-) -> Result<(StatusCode, Json<VisitorConversation>), AppError> {
+) -> Result<axum::response::Response, AppError> {
     let name = input
         .name
         .as_deref()
@@ -163,13 +171,14 @@ pub async fn open_conversation(
             )
         })
         .await?;
-    Ok((
+    // It carries the visitor token: never kept for an idempotent replay, never cached.
+    Ok(crate::http::idempotency::no_store((
         StatusCode::CREATED,
         Json(VisitorConversation {
             conversation_id: id,
             visitor_token: token,
         }),
-    ))
+    )))
 }
 
 /// The conversation's messages, as the team's list (newest first; `after` oldest first).
@@ -208,19 +217,21 @@ async fn visitor_check(
 #[utoipa::path(post, path = "/widget/{key}/conversations/{conversation_id}/messages", tag = "widget",
     params(("key" = String, Path), ("conversation_id" = ConversationId, Path)),
     request_body = MessageIn,
-    responses((status = 201, body = Sent), (status = 401, body = ErrorBody),
+    responses((status = 201, body = VisitorSent), (status = 401, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn send_message(
     State(st): State<AppState>,
     Path((key, id)): Path<(String, ConversationId)>,
     headers: HeaderMap,
     Json(input): Json<MessageIn>,
-) -> Result<(StatusCode, Json<Sent>), AppError> {
+) -> Result<(StatusCode, Json<VisitorSent>), AppError> {
     let text = message_text(&input.text)?;
-    let (origin, token, now) = (origin(&headers), visitor_token(&headers), st.clock.now());
+    let (origin, token, clock) = (origin(&headers), visitor_token(&headers), st.clock.clone());
     let (sent, first) = st
         .db
         .write(move |tx| {
+            // Read on the writer: message times follow commit order (`created_after`).
+            let now = clock.now();
             let ch = chat_channel(tx, &key, origin.as_deref())?;
             visitor_conversation(tx, &ch, id, token.as_deref())?;
             let mid = MessageId::new();
@@ -252,7 +263,14 @@ pub async fn send_message(
         &sent.message,
         &sent.conversation,
     ));
-    Ok((StatusCode::CREATED, Json(sent)))
+    // The shopper sees what the widget socket shows of a conversation, nothing internal.
+    Ok((
+        StatusCode::CREATED,
+        Json(VisitorSent {
+            conversation: events::public_conversation(&sent.conversation),
+            message: sent.message,
+        }),
+    ))
 }
 
 /// The shopper read the team's messages.

@@ -211,13 +211,20 @@ async fn a_shopper_and_the_team_talk_through_a_conversation() {
         .visitor(&key, json!({"name": "Ana", "email": "Ana@Example.com"}))
         .await;
     assert!(v.token.starts_with("vt_"));
+    let opened = app.send(from("https://shop.example")).await;
+    assert_eq!(
+        opened.header("cache-control"),
+        Some("no-store"),
+        "a credential"
+    );
     let hello = app.visitor_says(&v, "Hello, is this in stock?").await;
     hello.expect(201);
     assert_eq!(hello.body["message"]["sender"], "visitor");
-    assert_eq!(hello.body["conversation"]["unread_for_agents"], 1);
+    // The shopper gets the widget's view of the conversation, nothing internal.
     assert_eq!(
-        hello.body["conversation"]["contact"]["email"],
-        "ana@example.com"
+        hello.body["conversation"],
+        json!({"status": "open", "bot_active": false, "assignee_user_id": null,
+               "unread_for_visitor": 0})
     );
     let hello_id = hello.body["message"]["id"].as_str().unwrap().to_owned();
 
@@ -247,14 +254,22 @@ async fn a_shopper_and_the_team_talk_through_a_conversation() {
         .iter()
         .find(|r| r["id"] == v.conversation_id.as_str())
         .unwrap();
+    assert_eq!(row["contact"]["email"], "ana@example.com");
+    assert_eq!(
+        row["customer_id"],
+        json!(null),
+        "a typed e-mail proves nothing"
+    );
     assert_eq!(row["display_name"], "Ana");
     assert_eq!(row["status"], "open");
     assert_eq!(row["unread_for_agents"], 2);
     assert!(row["waiting_since"].is_string());
     let counts = app.get_as(&format!("{conversations}/counts"), &owner).await;
     counts.expect(200);
-    assert_eq!(counts.body["open"], 2);
-    assert_eq!(counts.body["unassigned"], 2);
+    // The conversation opened from the shop page never got a message: not in the inbox.
+    assert_eq!(rows.len(), 1);
+    assert_eq!(counts.body["open"], 1);
+    assert_eq!(counts.body["unassigned"], 1);
     assert_eq!(counts.body["mine"], 0);
 
     // The reply: the contact no longer waits, and has one unread message.

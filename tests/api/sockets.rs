@@ -143,6 +143,28 @@ async fn events_reach_the_team_and_the_shopper_as_the_spec_shapes_them() {
         ]
     );
 
+    // A change by the team reaches both: the whole conversation to the team, four fields to
+    // the shopper.
+    app.call(
+        patch(),
+        &one,
+        &i.owner,
+        Some(json!({"status": "pending", "labels": ["vip"]})),
+    )
+    .await
+    .expect(200);
+    // Earlier updates (the reply's) may still be queued: read up to this one.
+    let mut mine = team.next_of("conversation:updated").await;
+    while mine["data"]["status"] != "pending" {
+        mine = team.next_of("conversation:updated").await;
+    }
+    assert_eq!(mine["data"]["labels"], json!(["vip"]));
+    let mut theirs = shopper.next_of("conversation:updated").await;
+    while theirs["data"]["status"] != "pending" {
+        theirs = shopper.next_of("conversation:updated").await;
+    }
+    assert!(theirs["data"].get("labels").is_none());
+
     // Typing both ways; the shopper does not see its own.
     shopper
         .send(json!({"type": "typing", "typing": true}))
