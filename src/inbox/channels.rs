@@ -291,6 +291,8 @@ pub async fn update_channel(
             store::get_channel(tx, store_id, id)?.ok_or_else(not_found)
         })
         .await?;
+    // Open widget sockets reconnect and are checked against the channel as it now is.
+    st.hub.close_widgets(store_id, id);
     Ok(Json(out))
 }
 
@@ -320,5 +322,6 @@ pub async fn delete_channel(
             )
         })
         .await?;
+    st.hub.close_widgets(store_id, id);
     Ok(StatusCode::NO_CONTENT)
 }

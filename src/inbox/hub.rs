@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 use tokio::sync::{Notify, mpsc};
 
-use crate::ids::{ConversationId, StoreId, UserId};
+use crate::ids::{ChannelId, ConversationId, StoreId, UserId};
 
 /// Frames a connection may have queued before it is considered lagging.
 pub const QUEUE: usize = 256;
@@ -50,11 +50,17 @@ pub struct Agent {
     conn: Conn,
 }
 
+/// A shopper's socket, with the channel it came through.
+struct Widget {
+    channel: ChannelId,
+    conn: Conn,
+}
+
 #[derive(Default)]
 struct Room {
     agents: HashMap<u64, Agent>,
     /// Widget sockets by conversation.
-    widgets: HashMap<ConversationId, HashMap<u64, Conn>>,
+    widgets: HashMap<ConversationId, HashMap<u64, Widget>>,
 }
 
 #[derive(Default)]
@@ -183,7 +189,12 @@ impl Hub {
     }
 
     /// Adds a shopper's socket on one conversation.
-    pub fn join_widget(&self, store: StoreId, conversation: ConversationId) -> Listener {
+    pub fn join_widget(
+        &self,
+        store: StoreId,
+        channel: ChannelId,
+        conversation: ConversationId,
+    ) -> Listener {
         let (conn, l) = self.listener();
         self.rooms()
             .entry(store)
@@ -191,7 +202,7 @@ impl Hub {
             .widgets
             .entry(conversation)
             .or_default()
-            .insert(l.id, conn);
+            .insert(l.id, Widget { channel, conn });
         l
     }
 
@@ -235,7 +246,7 @@ impl Hub {
                         .into_iter()
                         .flat_map(HashMap::values)
                     {
-                        w.offer(&f.text);
+                        w.conn.offer(&f.text);
                     }
                 }
             }
@@ -256,7 +267,19 @@ impl Hub {
                 a.conn.kick.notify_one();
             }
             for w in room.widgets.values().flat_map(HashMap::values) {
-                w.kick.notify_one();
+                w.conn.kick.notify_one();
+            }
+        }
+    }
+
+    /// Closes the shopper sockets of a channel (turned off, deleted, or its origins changed:
+    /// they reconnect and are checked again).
+    pub fn close_widgets(&self, store: StoreId, channel: ChannelId) {
+        if let Some(room) = self.rooms().get(&store) {
+            for w in room.widgets.values().flat_map(HashMap::values) {
+                if w.channel == channel {
+                    w.conn.kick.notify_one();
+                }
             }
         }
     }

@@ -348,10 +348,10 @@ pub async fn widget_socket(
         .read(move |c| {
             let ch = chat_channel(c, &key, origin.as_deref())?;
             visitor_conversation(c, &ch, conv, token.as_deref())?;
-            Ok(ch.store_id)
+            Ok((ch.store_id, ch.id))
         })
         .await;
-    let store = match checked {
+    let (store, channel) = match checked {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
@@ -359,11 +359,17 @@ pub async fn widget_socket(
         Ok(u) => u,
         Err(e) => return AppError::bad_request(e.body_text()).into_response(),
     };
-    sized(upgrade).on_upgrade(move |ws| widget_session(st, ws, store, conv))
+    sized(upgrade).on_upgrade(move |ws| widget_session(st, ws, store, channel, conv))
 }
 
-async fn widget_session(st: AppState, ws: WebSocket, store: StoreId, conv: ConversationId) {
-    let listener = st.hub.join_widget(store, conv);
+async fn widget_session(
+    st: AppState,
+    ws: WebSocket,
+    store: StoreId,
+    channel: crate::ids::ChannelId,
+    conv: ConversationId,
+) {
+    let listener = st.hub.join_widget(store, channel, conv);
     let id = listener.id;
     st.hub.publish(&[visitor_online(store, conv, true)]);
     let hello = json!({"type": "hello", "store_id": store, "conversation_id": conv}).to_string();

@@ -389,3 +389,25 @@ async fn a_silent_socket_is_closed_after_the_idle_timeout() {
     .await;
     drop(ws);
 }
+
+#[tokio::test]
+async fn turning_a_channel_off_closes_its_shoppers_sockets() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let v = app.visitor(&i.key, json!({})).await;
+    let mut shopper = widget(&app, &i, &v).await;
+    let ch = app.get_as(&format!("{}/channels", i.p), &i.owner).await;
+    let channel = format!(
+        "{}/channels/{}",
+        i.p,
+        ch.body["data"][0]["id"].as_str().unwrap()
+    );
+    app.call(patch(), &channel, &i.owner, Some(json!({"enabled": false})))
+        .await
+        .expect(200);
+    shopper.until_closed().await;
+    crate::support::wait_until("the hub to forget the socket", || async {
+        app.state.hub.open_sockets().1 == 0
+    })
+    .await;
+}
