@@ -26,6 +26,19 @@ async fn inbox(app: &TestApp) -> Inbox {
     }
 }
 
+/// Turns the store's chat channel off.
+async fn turn_off_chat(app: &TestApp, i: &Inbox) {
+    let ch = app.get_as(&format!("{}/channels", i.p), &i.owner).await;
+    let channel = format!(
+        "{}/channels/{}",
+        i.p,
+        ch.body["data"][0]["id"].as_str().unwrap()
+    );
+    app.call(patch(), &channel, &i.owner, Some(json!({"enabled": false})))
+        .await
+        .expect(200);
+}
+
 async fn agent(app: &TestApp, i: &Inbox) -> Ws {
     let auth = format!("Bearer {}", i.owner);
     let mut ws = app
@@ -285,15 +298,7 @@ async fn handshake_failures_answer_before_the_upgrade() {
         refused(app.ws(&w(&i.key, "vt_bad"), &[]).await),
         (401, "unauthorized".into())
     );
-    let ch = app.get_as(&format!("{}/channels", i.p), &i.owner).await;
-    let channel = format!(
-        "{}/channels/{}",
-        i.p,
-        ch.body["data"][0]["id"].as_str().unwrap()
-    );
-    app.call(patch(), &channel, &i.owner, Some(json!({"enabled": false})))
-        .await
-        .expect(200);
+    turn_off_chat(&app, &i).await;
     assert_eq!(
         refused(app.ws(&w(&i.key, &v.token), &[]).await),
         (403, "forbidden".into())
@@ -396,15 +401,7 @@ async fn turning_a_channel_off_closes_its_shoppers_sockets() {
     let i = inbox(&app).await;
     let v = app.visitor(&i.key, json!({})).await;
     let mut shopper = widget(&app, &i, &v).await;
-    let ch = app.get_as(&format!("{}/channels", i.p), &i.owner).await;
-    let channel = format!(
-        "{}/channels/{}",
-        i.p,
-        ch.body["data"][0]["id"].as_str().unwrap()
-    );
-    app.call(patch(), &channel, &i.owner, Some(json!({"enabled": false})))
-        .await
-        .expect(200);
+    turn_off_chat(&app, &i).await;
     shopper.until_closed().await;
     crate::support::wait_until("the hub to forget the socket", || async {
         app.state.hub.open_sockets().1 == 0
