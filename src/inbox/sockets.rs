@@ -67,19 +67,19 @@ pub async fn ws_ticket(
     )))
 }
 
-/// Whether what opened a team socket may still hold it: the session live (or the token
-/// usable), and `conversations.read` in the store.
-pub fn still_allowed(
+/// What the credential that opened a team socket may now do in the store: None when its
+/// session or token has ended or its user is gone from the store.
+pub fn permissions_now(
     c: &rusqlite::Connection,
     credential: &str,
     user: UserId,
     store_id: StoreId,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<bool, AppError> {
+) -> Result<Option<PermissionSet>, AppError> {
     let scopes = match credential.split_once(':') {
         Some(("session", id)) => match id.parse() {
             Ok(session) if crate::auth::store::session_live(c, session)? => PermissionSet::all(),
-            _ => return Ok(false),
+            _ => return Ok(None),
         },
         Some(("api_token", id)) => {
             let live = match id.parse() {
@@ -88,18 +88,25 @@ pub fn still_allowed(
             };
             match live {
                 Some(codes) => PermissionSet::from_scopes(&codes),
-                None => return Ok(false),
+                None => return Ok(None),
             }
         }
-        _ => return Ok(false),
+        _ => return Ok(None),
     };
-    Ok(
-        crate::auth::store::store_role(c, store_id, user)?.is_some_and(|(_, role)| {
-            role.permissions()
-                .intersect(scopes)
-                .contains(Permission::ConversationsRead)
-        }),
-    )
+    Ok(crate::auth::store::store_role(c, store_id, user)?
+        .map(|(_, role)| role.permissions().intersect(scopes)))
+}
+
+/// Whether what opened a team socket may still hold it (`conversations.read`).
+pub fn still_allowed(
+    c: &rusqlite::Connection,
+    credential: &str,
+    user: UserId,
+    store_id: StoreId,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<bool, AppError> {
+    Ok(permissions_now(c, credential, user, store_id, now)?
+        .is_some_and(|p| p.contains(Permission::ConversationsRead)))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -148,6 +155,8 @@ struct AgentWho {
     store: StoreId,
     user: UserId,
     credential: String,
+    /// Holds `conversations.write`: its typing frames are passed on (as REST typing needs).
+    can_write: bool,
 }
 
 async fn agent_handshake(
@@ -170,19 +179,17 @@ async fn agent_handshake(
                 )
             })?;
         let cred = credential.clone();
-        if !st
+        let perms = st
             .db
-            .read(move |c| still_allowed(c, &cred, user, store, now))
+            .read(move |c| permissions_now(c, &cred, user, store, now))
             .await?
-        {
-            return Err(crate::http::auth::missing_permission(
-                Permission::ConversationsRead,
-            ));
-        }
+            .filter(|p| p.contains(Permission::ConversationsRead))
+            .ok_or_else(|| crate::http::auth::missing_permission(Permission::ConversationsRead))?;
         return Ok(AgentWho {
             store,
             user,
             credential,
+            can_write: perms.contains(Permission::ConversationsWrite),
         });
     }
     let principal = principal.ok_or_else(crate::http::auth::unauthorized)?;
@@ -202,6 +209,7 @@ async fn agent_handshake(
         store,
         user: scope.principal.user_id,
         credential: credential_of(&scope.principal.credential),
+        can_write: scope.permissions.contains(Permission::ConversationsWrite),
     })
 }
 
@@ -220,11 +228,11 @@ async fn agent_session(st: AppState, ws: WebSocket, who: AgentWho) {
     let id = listener.id;
     st.hub.publish(&[presence(who.store, &online)]);
     let hello = json!({"type": "hello", "store_id": who.store, "user_id": who.user}).to_string();
-    let (store, user) = (who.store, who.user);
+    let (store, user, can_write) = (who.store, who.user, who.can_write);
     let st2 = st.clone();
     run(&st, ws, listener, hello, move |f| {
         let st = st2.clone();
-        async move { agent_frame(&st, store, user, f).await }
+        async move { agent_frame(&st, store, user, can_write, f).await }
     })
     .await;
     let online = st.hub.leave_agent(store, id);
@@ -243,9 +251,9 @@ fn presence(store: StoreId, online: &[UserId]) -> Frame {
 
 /// What a team socket's own frame does: typing goes to the team and the shopper, viewing to
 /// the team. Frames naming another store's conversation are ignored.
-async fn agent_frame(st: &AppState, store: StoreId, user: UserId, f: ClientFrame) {
+async fn agent_frame(st: &AppState, store: StoreId, user: UserId, can_write: bool, f: ClientFrame) {
     match f.kind.as_str() {
-        "typing" => {
+        "typing" if can_write => {
             let (Some(conv), Some(typing)) = (f.conversation_id, f.typing) else {
                 return;
             };
@@ -260,8 +268,10 @@ async fn agent_frame(st: &AppState, store: StoreId, user: UserId, f: ClientFrame
             {
                 return;
             }
+            // A display name the client gives: kept short.
+            let name: Option<String> = f.user_name.map(|n| n.chars().take(120).collect());
             let data = json!({"conversation_id": f.conversation_id, "user_id": user,
-                              "user_name": f.user_name, "viewing": f.conversation_id.is_some()});
+                              "user_name": name, "viewing": f.conversation_id.is_some()});
             st.hub.publish(&[Frame::new(
                 Audience::Agents,
                 "viewing",

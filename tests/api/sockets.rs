@@ -408,3 +408,41 @@ async fn turning_a_channel_off_closes_its_shoppers_sockets() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn only_a_member_who_may_write_is_shown_typing() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let (viewer, viewer_id) = app.member("viewer@example.com").await;
+    app.add_to_store(&i.store_id, &viewer_id, "viewer").await;
+    let v = app.visitor(&i.key, json!({})).await;
+    let mut shopper = widget(&app, &i, &v).await;
+    let auth = format!("Bearer {viewer}");
+    let mut watching = app
+        .ws(
+            &format!("/v1/ws/conversations?store_id={}", i.store_id),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("a viewer may watch");
+    watching
+        .send(json!({"type": "typing", "conversation_id": v.conversation_id, "typing": true}))
+        .await;
+    // Frames of one socket are handled in order: once the pong is back, the typing frame
+    // has been dealt with.
+    watching.send(json!({"type": "ping"})).await;
+    watching.next_of("pong").await;
+    app.call(
+        post(),
+        &format!("{}/conversations/{}/typing", i.p, v.conversation_id),
+        &i.owner,
+        Some(json!({"typing": false})),
+    )
+    .await
+    .expect(204);
+    let first = shopper.next_of("typing").await;
+    assert_eq!(
+        first["data"]["typing"], false,
+        "the viewer's frame went nowhere"
+    );
+}
