@@ -65,6 +65,17 @@ pub struct Profile {
     pub created_at: String,
 }
 
+impl Credential {
+    /// What budgets, idempotency keys and open sockets are charged to: `session:<id>` or
+    /// `api_token:<id>`, the same for every token a session rotates through.
+    pub fn key(&self) -> String {
+        match self {
+            Self::Session { session_id, .. } => format!("session:{session_id}"),
+            Self::StoreToken { token_id, .. } => format!("api_token:{token_id}"),
+        }
+    }
+}
+
 impl Principal {
     pub fn session_id(&self) -> Option<SessionId> {
         match &self.credential {
@@ -273,10 +284,7 @@ pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Ne
         match found {
             Ok(Some(found)) => {
                 note_use(&st, &found, now).await;
-                let credential = match &found.principal.credential {
-                    Credential::Session { session_id, .. } => format!("session:{session_id}"),
-                    Credential::StoreToken { token_id, .. } => format!("api_token:{token_id}"),
-                };
+                let credential = found.principal.credential.key();
                 req.extensions_mut().insert(CredentialId(credential));
                 req.extensions_mut().insert(found.principal);
             }

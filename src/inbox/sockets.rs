@@ -19,7 +19,7 @@ use super::model::WsTicket;
 use super::store;
 use super::visitor::{chat_channel, visitor_conversation, visitor_token};
 use crate::error::{AppError, ErrorCode};
-use crate::http::auth::{Credential, MaybePrincipal, StoreScope};
+use crate::http::auth::{MaybePrincipal, StoreScope};
 use crate::http::permissions::{Permission, PermissionSet};
 use crate::http::trace::TraceId;
 use crate::ids::{ConversationId, StoreId, UserId};
@@ -31,13 +31,6 @@ type ErrorBody = crate::error::ErrorBody;
 const TICKET_SECS: i64 = 60;
 /// The largest frame a client may send.
 const MAX_CLIENT_FRAME: usize = 16 * 1024;
-
-fn credential_of(c: &Credential) -> String {
-    match c {
-        Credential::Session { session_id, .. } => format!("session:{session_id}"),
-        Credential::StoreToken { token_id, .. } => format!("api_token:{token_id}"),
-    }
-}
 
 /// A single-use ticket for `/ws/conversations`, valid 60 seconds: for clients that cannot
 /// set headers on a WebSocket (browsers).
@@ -52,7 +45,7 @@ pub async fn ws_ticket(
     let ticket = crate::secrets::new_token("wst_");
     let hash = crate::secrets::hash(&ticket);
     let (user, store_id) = (scope.principal.user_id, scope.store_id);
-    let credential = credential_of(&scope.principal.credential);
+    let credential = scope.principal.credential.key();
     let expires = st.clock.now() + chrono::Duration::seconds(TICKET_SECS);
     st.db
         .write(move |tx| store::insert_ticket(tx, &hash, user, store_id, &credential, expires))
@@ -208,7 +201,7 @@ async fn agent_handshake(
     Ok(AgentWho {
         store,
         user: scope.principal.user_id,
-        credential: credential_of(&scope.principal.credential),
+        credential: scope.principal.credential.key(),
         can_write: scope.permissions.contains(Permission::ConversationsWrite),
     })
 }

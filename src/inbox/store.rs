@@ -776,31 +776,41 @@ pub fn count_messages(
         .query_row(params![conversation, bound, created_after], |r| r.get(0))?)
 }
 
-/// Fills in the messages' attachments (links are made absolute by the caller).
+/// Fills in the messages' attachments (links are made absolute by the caller): one query
+/// for the page, over the seq range it covers, not one per message.
 fn attach_files(c: &Connection, messages: &mut [(MessageOut, i64)]) -> Result<(), AppError> {
+    let (Some(low), Some(high)) = (
+        messages.iter().map(|(_, seq)| *seq).min(),
+        messages.iter().map(|(_, seq)| *seq).max(),
+    ) else {
+        return Ok(());
+    };
+    let conversation = messages[0].0.conversation_id;
     let mut stmt = c.prepare_cached(
-        "SELECT idx, kind, name, mime_type, size FROM message_attachments
-         WHERE message_id = ?1 ORDER BY idx",
+        "SELECT a.message_id, a.idx, a.kind, a.name, a.mime_type, a.size
+         FROM messages m JOIN message_attachments a ON a.message_id = m.id
+         WHERE m.conversation_id = ?1 AND m.seq BETWEEN ?2 AND ?3
+         ORDER BY a.message_id, a.idx",
     )?;
-    for (m, _) in messages.iter_mut() {
-        let path_base = format!(
-            "/v1/stores/{}/conversations/{}/messages/{}/attachments",
-            m.store_id, m.conversation_id, m.id
-        );
-        m.attachments = stmt
-            .query_map([m.id], |r| {
-                let index: i64 = r.get(0)?;
-                Ok(super::model::AttachmentOut {
-                    index,
-                    kind: r.get(1)?,
-                    name: r.get(2)?,
-                    mime_type: r.get(3)?,
-                    size: r.get(4)?,
-                    url: String::new(),
-                    path: format!("{path_base}/{index}"),
-                })
-            })?
-            .collect::<Result<_, _>>()?;
+    let mut rows = stmt.query(params![conversation, low, high])?;
+    while let Some(r) = rows.next()? {
+        let id: MessageId = r.get(0)?;
+        let Some((m, _)) = messages.iter_mut().find(|(m, _)| m.id == id) else {
+            continue; // in the range but not on this page (skipped by the filters)
+        };
+        let index: i64 = r.get(1)?;
+        m.attachments.push(super::model::AttachmentOut {
+            index,
+            kind: r.get(2)?,
+            name: r.get(3)?,
+            mime_type: r.get(4)?,
+            size: r.get(5)?,
+            url: String::new(),
+            path: format!(
+                "/v1/stores/{}/conversations/{}/messages/{}/attachments/{index}",
+                m.store_id, m.conversation_id, m.id
+            ),
+        });
     }
     Ok(())
 }

@@ -5,7 +5,6 @@ use std::time::Duration as StdDuration;
 
 use axum::http::StatusCode;
 use chrono::Duration;
-use merchant_admin::config::MsgappConfig;
 use serde_json::json;
 
 use crate::support::msgapp::{PHONE, cloud_app, start_fake};
@@ -430,13 +429,7 @@ async fn outbound_messages_the_log_provider_left_are_blanked_on_a_start_with_clo
 
     let (_fake, addr) = start_fake().await;
     let app = crate::support::spawn_app_at(dir, now, move |c| {
-        c.msgapp = MsgappConfig::Cloud {
-            api_base: format!("http://{addr}/v20.0/"),
-            phone_number_id: "PNID".into(),
-            token: "cloud-token".into(),
-            otp_template: "login_code".into(),
-            timeout: StdDuration::from_millis(500),
-        };
+        c.msgapp = crate::support::msgapp::cloud_config(addr);
     })
     .await;
     let (bodies, raw) = outbox_and_raw(&app).await;

@@ -15,6 +15,15 @@ const SEND: &str = "[data-testid=widget-send]";
 const ERROR: &str = "[data-testid=widget-error]";
 const MESSAGE: &str = "[data-testid=widget-message]";
 
+/// A browser on the demo shop page, with the widget of the chat channel `key`.
+async fn demo_page(app: &crate::support::TestApp, key: &str) -> Browser {
+    let browser = Browser::start().await;
+    browser
+        .open(&url(app.addr, &format!("/widget/demo?key={key}")))
+        .await;
+    browser
+}
+
 #[tokio::test]
 async fn the_widget_script_is_served_small_cacheable_and_not_deprecated() {
     let app = spawn_app().await;
@@ -109,10 +118,7 @@ async fn the_demo_page_carries_the_key_escaped_under_a_strict_csp() {
 #[tokio::test]
 async fn the_bubble_opens_a_chat_panel_without_starting_a_conversation() {
     let app = spawn_app().await;
-    let browser = Browser::start().await;
-    browser
-        .open(&url(app.addr, "/widget/demo?key=demo-key"))
-        .await;
+    let browser = demo_page(&app, "demo-key").await;
     browser.wait_visible(BUBBLE).await;
     assert!(
         !browser.is_displayed(PANEL).await,
@@ -163,10 +169,7 @@ async fn the_bubble_opens_a_chat_panel_without_starting_a_conversation() {
 #[tokio::test]
 async fn a_first_message_that_cannot_be_sent_shows_an_error_and_keeps_the_text() {
     let app = spawn_app().await;
-    let browser = Browser::start().await;
-    browser
-        .open(&url(app.addr, "/widget/demo?key=demo-key"))
-        .await;
+    let browser = demo_page(&app, "demo-key").await;
     browser.click(BUBBLE).await;
     browser.wait_visible(INPUT).await;
 
@@ -216,10 +219,7 @@ async fn a_shopper_and_the_team_talk_through_the_widget_and_a_reload_keeps_the_h
         .await
         .expect("agent socket");
 
-    let browser = Browser::start().await;
-    browser
-        .open(&url(app.addr, &format!("/widget/demo?key={key}")))
-        .await;
+    let browser = demo_page(&app, &key).await;
     browser.click(BUBBLE).await;
     browser.wait_visible(INPUT).await;
     let text = "Hi! Is the trail jacket waterproof?";

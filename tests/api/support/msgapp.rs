@@ -74,18 +74,20 @@ impl Fake {
     }
 }
 
+/// The `cloud` provider pointed at a fake listening on `addr`.
+pub fn cloud_config(addr: SocketAddr) -> MsgappConfig {
+    MsgappConfig::Cloud {
+        api_base: format!("http://{addr}/v20.0/"),
+        phone_number_id: "PNID".into(),
+        token: "cloud-token".into(),
+        otp_template: "login_code".into(),
+        timeout: StdDuration::from_millis(500),
+    }
+}
+
 pub async fn cloud_app() -> (TestApp, Fake) {
     let (fake, addr) = start_fake().await;
-    let app = spawn_app_with(move |c| {
-        c.msgapp = MsgappConfig::Cloud {
-            api_base: format!("http://{addr}/v20.0/"),
-            phone_number_id: "PNID".into(),
-            token: "cloud-token".into(),
-            otp_template: "login_code".into(),
-            timeout: StdDuration::from_millis(500),
-        };
-    })
-    .await;
+    let app = spawn_app_with(move |c| c.msgapp = cloud_config(addr)).await;
     (app, fake)
 }
 
