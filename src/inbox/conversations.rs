@@ -5,13 +5,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 
-use super::events;
 use super::model::{
     ConversationCounts, ConversationDetail, ConversationFilter, ConversationOut, ConversationPatch,
     ConversationSort, ConversationStatus, DeliveryStatus, InboxRow, MessageFilter, MessageIn,
     MessageOut, NoteIn, NoteOut, Sender, Sent, TypingIn,
 };
 use super::store::{self, ConversationChange, InboxQuery, MessageRange, NewMessage};
+use super::{events, outbound};
 use crate::audit::{self, Actor};
 use crate::error::{AppError, ErrorCode};
 use crate::http::auth::StoreScope;
@@ -323,7 +323,8 @@ pub async fn send_message(
         .write(move |tx| {
             // Read on the writer: message times follow commit order (`created_after`).
             let now = clock.now();
-            store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
+            let conversation = store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
+            outbound::check_reply(&conversation, now)?;
             let mid = MessageId::new();
             store::insert_message(
                 tx,
@@ -339,6 +340,7 @@ pub async fn send_message(
                 },
                 now,
             )?;
+            outbound::enqueue_reply(tx, &conversation, mid, now)?;
             sent(tx, store_id, id, mid)
         })
         .await?;

@@ -14,6 +14,7 @@ pub mod conversations;
 pub mod events;
 pub mod hub;
 pub mod model;
+pub mod outbound;
 pub mod sockets;
 pub mod store;
 pub mod visitor;

