@@ -40,6 +40,8 @@ pub struct Shared {
     pub tokens: Arc<crate::http::auth::TokenCache>,
     /// The credential tables `http::auth` resolves tokens and store roles in.
     pub credentials: Arc<dyn crate::http::auth::Credentials>,
+    /// The paths a browser may read from another origin, and which origins may.
+    pub cross_origin: Arc<dyn crate::http::cors::CrossOrigin>,
     pub hasher: Hasher,
     /// Seals the secrets that must be read back (webhook signing secrets).
     pub secret_box: crate::secrets::SecretBox,
@@ -79,6 +81,7 @@ impl AppState {
             limits: Arc::new(limits),
             tokens: Arc::default(),
             credentials: Arc::new(crate::auth::store::CredentialTables),
+            cross_origin: Arc::new(crate::inbox::visitor::WidgetOrigins),
             hasher,
             secret_box,
             webhooks,

@@ -304,3 +304,25 @@ pub async fn mark_read(
     st.hub.publish(&frames);
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// The widget's REST paths may be read from the sites a chat channel allows (spec 4.8: "CORS
+/// answers for the allowed origins only"; an empty list allows any). An unknown key's 404
+/// is readable from anywhere, so a widget whose channel was deleted can tell and stop.
+pub struct WidgetOrigins;
+
+impl crate::http::cors::CrossOrigin for WidgetOrigins {
+    fn resource<'p>(&self, path: &'p str) -> Option<&'p str> {
+        let rest = path.strip_prefix("/v1/widget/")?;
+        let key = rest.split('/').next()?;
+        (!key.is_empty()).then_some(key)
+    }
+
+    fn allows(&self, c: &rusqlite::Connection, key: &str, origin: &str) -> Result<bool, AppError> {
+        Ok(match store::channel_by_key(c, key)? {
+            Some(ch) if ch.kind == ChannelKind::StorefrontChat => {
+                ch.allowed_origins.is_empty() || ch.allowed_origins.iter().any(|a| a == origin)
+            }
+            _ => true,
+        })
+    }
+}

@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::support::browser::{Browser, url};
-use crate::support::{post, spawn_app};
+use crate::support::{Reply, post, spawn_app};
 
 const BUBBLE: &str = "[data-testid=widget-bubble]";
 const PANEL: &str = "[data-testid=widget-panel]";
@@ -284,4 +284,240 @@ async fn a_shopper_and_the_team_talk_through_the_widget_and_a_reload_keeps_the_h
         1,
         "no second conversation"
     );
+}
+
+/// A preflight from `origin` for a widget path: what a browser asks before the real request.
+async fn preflight(app: &crate::support::TestApp, path: &str, origin: &str) -> Reply {
+    app.send(
+        app.client
+            .request(reqwest::Method::OPTIONS, app.url(path))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "content-type,x-visitor-token,idempotency-key",
+            ),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn the_widget_routes_answer_cors_for_the_channels_allowed_origins_only() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("owner@example.com").await;
+    let store_id = app.open_store(&owner, "Org").await;
+    let p = format!("/v1/stores/{store_id}");
+    let shop = "https://shop.example";
+    let key = app.chat_channel(&owner, &p, json!([shop])).await;
+    let open = format!("/v1/widget/{key}/conversations");
+
+    // The preflight of an allowed site names it, and the headers the widget sends.
+    let r = preflight(&app, &open, shop).await;
+    assert!(r.status.is_success(), "{} {}", r.status, r.text);
+    assert_eq!(r.header("access-control-allow-origin"), Some(shop));
+    let allowed = r
+        .header("access-control-allow-headers")
+        .unwrap()
+        .to_lowercase();
+    for h in ["content-type", "x-visitor-token", "idempotency-key"] {
+        assert!(allowed.contains(h), "{h} in {allowed}");
+    }
+    assert!(
+        r.header("access-control-allow-methods")
+            .unwrap()
+            .contains("POST")
+    );
+    assert_eq!(r.header("access-control-allow-credentials"), None);
+    assert!(
+        r.header("vary")
+            .unwrap_or("")
+            .to_lowercase()
+            .contains("origin")
+    );
+    // Unversioned, as every route also answers.
+    let r = preflight(&app, &format!("/widget/{key}/conversations"), shop).await;
+    assert_eq!(r.header("access-control-allow-origin"), Some(shop));
+
+    // Another site gets no permission, and its request is refused with nothing stored.
+    let other = "https://elsewhere.example";
+    let r = preflight(&app, &open, other).await;
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    let r = app
+        .send(
+            app.client
+                .post(app.url(&open))
+                .header("origin", other)
+                .json(&json!({})),
+        )
+        .await;
+    r.expect(403);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+
+    // The allowed site reads its answers, errors included (a wrong token's 401).
+    let r = app
+        .send(
+            app.client
+                .post(app.url(&open))
+                .header("origin", shop)
+                .json(&json!({})),
+        )
+        .await;
+    r.expect(201);
+    assert_eq!(r.header("access-control-allow-origin"), Some(shop));
+    let conversation = r.body["conversation_id"].as_str().unwrap();
+    let r = app
+        .send(
+            app.client
+                .get(app.url(&format!("{open}/{conversation}/messages")))
+                .header("origin", shop)
+                .header("x-visitor-token", "vt_wrong"),
+        )
+        .await;
+    r.expect(401);
+    assert_eq!(r.header("access-control-allow-origin"), Some(shop));
+    assert!(
+        r.header("access-control-expose-headers")
+            .unwrap_or("")
+            .to_lowercase()
+            .contains("retry-after")
+    );
+
+    // A deleted channel's 404 is readable, so the widget can tell it is gone.
+    let r = app
+        .send(
+            app.client
+                .post(app.url("/v1/widget/chk_unknown/conversations"))
+                .header("origin", other)
+                .json(&json!({})),
+        )
+        .await;
+    r.expect(404);
+    assert_eq!(r.header("access-control-allow-origin"), Some(other));
+
+    // Every other route stays same-origin: no CORS answer, and OPTIONS is still not a method.
+    let r = app
+        .send(
+            app.client
+                .get(app.url(&p))
+                .header("origin", shop)
+                .bearer_auth(&owner),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    let r = preflight(&app, &format!("{p}/channels"), shop).await;
+    r.expect(405);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+}
+
+#[tokio::test]
+async fn a_channel_that_allows_any_site_answers_each_site_by_name() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("owner@example.com").await;
+    let store_id = app.open_store(&owner, "Org").await;
+    let key = app
+        .chat_channel(&owner, &format!("/v1/stores/{store_id}"), json!([]))
+        .await;
+    let r = preflight(
+        &app,
+        &format!("/v1/widget/{key}/conversations"),
+        "https://a.example",
+    )
+    .await;
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://a.example")
+    );
+}
+
+/// A shop's own site, on another origin than the API (another port): `/?key=K` is a page
+/// with the widget's tag pasted in for channel `K`.
+async fn shop_site(api: std::net::SocketAddr) -> std::net::SocketAddr {
+    let script = url(api, "/widget.js");
+    let router = axum::Router::new().route(
+        "/",
+        axum::routing::get(
+            move |q: axum::extract::Query<std::collections::HashMap<String, String>>| {
+                let key: String = q
+                    .get("key")
+                    .map(|k| {
+                        k.chars()
+                            .filter(|c| c.is_ascii_alphanumeric() || "_-".contains(*c))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let page = format!(
+                    "<!doctype html><html><head><title>Trail shop</title></head><body>\
+                     <h1>Trail shop</h1><script src=\"{script}\" data-key=\"{key}\">\
+                     </script></body></html>"
+                );
+                async move { axum::response::Html(page) }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    addr
+}
+
+/// The page of `site` with the widget of channel `key`.
+fn shop_page(site: std::net::SocketAddr, key: &str) -> String {
+    url(site, &format!("/?key={key}"))
+}
+
+#[tokio::test]
+async fn the_widget_pasted_on_the_shops_own_site_talks_to_the_api_across_origins() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("owner@example.com").await;
+    let store_id = app.open_store(&owner, "Org").await;
+    let p = format!("/v1/stores/{store_id}");
+    let (site, stranger) = (shop_site(app.addr).await, shop_site(app.addr).await);
+    let origin = url(site, "/").trim_end_matches('/').to_owned();
+    let key = app.chat_channel(&owner, &p, json!([origin])).await;
+    let auth = format!("Bearer {owner}");
+    let mut team = app
+        .ws(
+            &format!("/v1/ws/conversations?store_id={store_id}"),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("agent socket");
+
+    let browser = Browser::start().await;
+    browser.open(&shop_page(site, &key)).await;
+    browser.click(BUBBLE).await;
+    browser.wait_visible(INPUT).await;
+    browser.type_into(INPUT, "Do you ship to Lisbon?").await;
+    browser.click(SEND).await;
+    let msg = team.next_of("message:new").await;
+    assert_eq!(msg["data"]["text"], "Do you ship to Lisbon?");
+    let conversation = msg["conversation_id"].as_str().unwrap().to_owned();
+    app.call(
+        post(),
+        &format!("{p}/conversations/{conversation}/messages"),
+        &owner,
+        Some(json!({"text": "We do, in 3 days."})),
+    )
+    .await
+    .expect(201);
+    browser
+        .wait_for(
+            "the team's reply on the shop's page",
+            "document.body.textContent.includes('We do, in 3 days.')",
+        )
+        .await;
+    browser.screenshot("widget-cross-origin").await;
+
+    // The same tag on a site the channel does not allow cannot start a conversation.
+    browser.open(&shop_page(stranger, &key)).await;
+    browser.click(BUBBLE).await;
+    browser.wait_visible(INPUT).await;
+    browser.type_into(INPUT, "Hello from elsewhere").await;
+    browser.click(SEND).await;
+    browser.wait_visible(ERROR).await;
+    browser.screenshot("widget-origin-not-allowed").await;
+    assert_eq!(browser.value(INPUT).await, "Hello from elsewhere");
+    let list = app.get_as(&format!("{p}/conversations"), &owner).await;
+    assert_eq!(list.body["data"].as_array().unwrap().len(), 1);
 }
