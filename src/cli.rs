@@ -119,6 +119,11 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_anonymous: u32,
 
+    /// The address clients reach the server at, such as `https://admin.shop.example`: the
+    /// origin of absolute links (message attachments). Default: the address it listens on.
+    #[arg(long, env = "MERCHANT_ADMIN_PUBLIC_URL", value_parser = crate::config::parse_public_url)]
+    pub public_url: Option<String>,
+
     /// Take the client address from the last X-Forwarded-For entry (only behind a proxy you run).
     #[arg(long, env = "MERCHANT_ADMIN_TRUST_PROXY")]
     pub trust_proxy: bool,

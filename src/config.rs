@@ -46,6 +46,8 @@ pub struct Config {
     pub rate_limit_authenticated: u32,
     pub rate_limit_anonymous: u32,
     pub trust_proxy: bool,
+    /// The origin of absolute links; `None`: the address the server listens on.
+    pub public_url: Option<String>,
     pub workers: usize,
     pub job_lease: Duration,
     pub cleanup_interval: Duration,
@@ -146,6 +148,7 @@ impl Config {
             rate_limit_authenticated: d::RATE_LIMIT_AUTHENTICATED,
             rate_limit_anonymous: d::RATE_LIMIT_ANONYMOUS,
             trust_proxy: false,
+            public_url: None,
             workers: d::WORKERS,
             job_lease: secs(d::JOB_LEASE_SECS),
             cleanup_interval: secs(d::CLEANUP_INTERVAL_SECS),
@@ -188,6 +191,7 @@ impl Config {
             rate_limit_authenticated: a.rate_limit_authenticated,
             rate_limit_anonymous: a.rate_limit_anonymous,
             trust_proxy: a.trust_proxy,
+            public_url: a.public_url.clone(),
             workers: a.workers,
             job_lease: Duration::from_secs(a.job_lease_secs.into()),
             cleanup_interval: Duration::from_secs(a.cleanup_interval_secs.into()),
@@ -325,6 +329,19 @@ fn platform_webhook(a: &ServeArgs) -> anyhow::Result<Option<PlatformWebhook>> {
             anyhow::bail!("--platform-webhook-secret needs --platform-webhook-url")
         }
     }
+}
+
+/// `--public-url`: an http(s) origin (a path is refused: links add their own), kept without
+/// a trailing slash.
+pub fn parse_public_url(v: &str) -> Result<String, String> {
+    let url = url::Url::parse(v).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || !url.origin().is_tuple() {
+        return Err("must be an http:// or https:// address".into());
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err("must be an origin such as https://admin.shop.example, without a path".into());
+    }
+    Ok(url.origin().ascii_serialization())
 }
 
 #[cfg(test)]

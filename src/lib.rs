@@ -133,7 +133,18 @@ pub async fn serve_routes(
         shutdown.await;
         stop.cancel();
     });
-    tracing::info!(addr = %listener.local_addr()?, "listening");
+    let bound = listener.local_addr()?;
+    let _ = st
+        .public_url
+        .set(st.cfg.public_url.clone().unwrap_or_else(|| {
+            // A wildcard address is not one to link to: the machine's own name for itself.
+            if bound.ip().is_unspecified() {
+                format!("http://localhost:{}", bound.port())
+            } else {
+                format!("http://{bound}")
+            }
+        }));
+    tracing::info!(addr = %bound, public_url = st.public_url(), "listening");
     let limits = http::server::Limits {
         header_read_timeout: st.cfg.header_read_timeout,
         request_deadline: st.cfg.request_deadline,

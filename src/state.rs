@@ -51,6 +51,9 @@ pub struct Shared {
     pub hub: Arc<crate::inbox::hub::Hub>,
     /// The serialized OpenAPI document, set once the router is built.
     pub openapi_json: Arc<OnceLock<Bytes>>,
+    /// The origin of absolute links: `--public-url`, else set from the listening address
+    /// when serving starts.
+    pub public_url: Arc<OnceLock<String>>,
     /// Held while any part of the server runs, so `restore` cannot swap the file under it.
     _lock: Arc<DataDirLock>,
 }
@@ -87,8 +90,14 @@ impl AppState {
             webhooks,
             hub: Arc::default(),
             openapi_json: Arc::new(OnceLock::new()),
+            public_url: Arc::new(OnceLock::new()),
             _lock: Arc::new(lock),
         })))
+    }
+
+    /// The origin absolute links start with (no trailing slash).
+    pub fn public_url(&self) -> &str {
+        self.public_url.get().map_or("", String::as_str)
     }
 }
 

@@ -377,7 +377,7 @@
     ".maw-system{align-self:center;max-width:90%;color:#6b7186;font-size:12px;text-align:center}",
     ".maw-meta{font-size:11px;color:#8a90a2;margin-top:2px}",
     ".maw-failed .maw-meta{color:#e11d48}",
-    ".maw-att{display:block;margin-top:4px;font-size:12px;color:inherit;text-decoration:underline;",
+    ".maw-att{display:flex;align-items:center;gap:4px;margin-top:4px;font-size:12px;color:inherit;text-decoration:underline;",
     "background:none;border:0;padding:0;cursor:pointer}",
     ".maw-empty{color:#6b7186;text-align:center;margin:24px 12px}",
     ".maw-older{display:block;margin:0 auto 10px;background:none;border:0;color:var(--maw-accent);cursor:pointer;font-size:12px}",
@@ -403,6 +403,8 @@
     '7.1L4 20l1.1-4.4A8 8 0 1 1 21 12z"/></svg>';
   var ICON_DOWN = '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" ' +
     'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M6 9l6 6 6-6"/></svg>';
+  var ICON_CLIP = '<svg viewBox="0 0 24 24" width="13" height="13" fill="none" stroke="currentColor" stroke-width="2" ' +
+    'aria-hidden="true"><path d="M21 11l-9 9a6 6 0 0 1-8.5-8.5l9-9a4 4 0 0 1 5.7 5.7l-9 9a2 2 0 0 1-2.8-2.8l8.3-8.3"/></svg>';
   var ICON_SEND = '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" ' +
     'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M5 12h14M13 6l6 6-6 6"/></svg>';
 
@@ -571,7 +573,7 @@
       "data-testid": "widget-message", "data-id": m.id, "data-sender": sender });
     li.appendChild(h("div", { class: "maw-text", text: m.text || "" }));
     (m.attachments || []).forEach(function (a) {
-      var b = h("button", { class: "maw-att", type: "button", text: "\ud83d\udcce " + (a.name || a.mime_type || "Attachment") });
+      var b = h("button", { class: "maw-att", type: "button", html: ICON_CLIP }, [h("span", { text: a.name || a.mime_type || "Attachment" })]);
       b.addEventListener("click", function () { openAttachment(a); });
       li.lastChild.appendChild(b);
     });
@@ -591,8 +593,12 @@
         return res.blob();
       })
       .then(function (blob) {
-        var url = URL.createObjectURL(blob);
-        window.open(url, "_blank", "noopener");
+        // A blob URL runs in this page's origin: only types that run nothing are opened,
+        // anything else (a page, an SVG) is saved as a file.
+        var shown = /^(image\/(png|jpeg|gif|webp)|application\/pdf|text\/plain|audio\/|video\/)/.test(blob.type);
+        var url = URL.createObjectURL(shown ? blob : new Blob([blob], { type: "application/octet-stream" }));
+        if (shown) window.open(url, "_blank", "noopener");
+        else { var l = h("a", { href: url, download: a.name || "file" }); l.click(); }
         setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
       }, showError);
   }

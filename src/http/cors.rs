@@ -21,7 +21,7 @@ use crate::state::AppState;
 pub trait CrossOrigin: Send + Sync {
     /// The resource a path belongs to when its answers may be read cross-origin (a chat
     /// channel's key), `None` for every other path. Cheap: it runs on every request.
-    fn resource<'p>(&self, path: &'p str) -> Option<&'p str>;
+    fn resource(&self, path: &str) -> Option<String>;
 
     /// Whether pages served from `origin` may read the answers about `resource`. Runs on a
     /// database thread.
@@ -40,10 +40,7 @@ impl Cors {
         let app = st.clone();
         let allow = AllowOrigin::async_predicate(move |origin, parts| {
             let st = app.clone();
-            let resource = st
-                .cross_origin
-                .resource(parts.uri.path())
-                .map(str::to_owned);
+            let resource = st.cross_origin.resource(parts.uri.path());
             async move {
                 let (Some(resource), Ok(origin)) = (resource, origin.to_str()) else {
                     return false;

@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 
+use super::attachments::MessageBody;
 use super::model::{
     ConversationCounts, ConversationDetail, ConversationFilter, ConversationOut, ConversationPatch,
     ConversationSort, ConversationStatus, DeliveryStatus, InboxRow, MessageFilter, MessageIn,
@@ -278,7 +279,7 @@ pub async fn list_messages_in(
         },
         move |c| store::count_messages(c, id, range, ca.as_deref()),
         |(_, seq)| (seq.to_string(), String::new()),
-        |(m, _)| m,
+        |(m, _)| m.linked(st.public_url()),
     )
     .await
 }
@@ -302,20 +303,23 @@ pub async fn list_messages(
 }
 
 /// Sends the team's reply. `Idempotency-Key` is recommended: a retry sends nothing twice.
+/// JSON `{text}`, or `multipart/form-data` with a `text` field and up to 4 file parts of
+/// 16 MiB each (413 `payload_too_large` past it); a message with files may have no text.
 #[utoipa::path(post, path = "/stores/{store_id}/conversations/{conversation_id}/messages",
     tag = "inbox", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("conversation_id" = ConversationId, Path)),
-    request_body = MessageIn,
+    request_body(content(
+        (MessageIn = "application/json"),
+        (super::attachments::MessageUpload = "multipart/form-data"))),
     responses((status = 201, body = Sent), (status = 404, body = ErrorBody),
-              (status = 422, body = ErrorBody)))]
+              (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn send_message(
     State(st): State<AppState>,
     scope: StoreScope,
     Path(ids): Path<(StoreId, ConversationId)>,
-    Json(input): Json<MessageIn>,
+    MessageBody { text, files }: MessageBody,
 ) -> Result<(StatusCode, Json<Sent>), AppError> {
     scope.require(Permission::ConversationsWrite)?;
-    let text = message_text(&input.text)?;
     let (store_id, id, user) = (scope.store_id, ids.1, scope.principal.user_id);
     let clock = st.clock.clone();
     let sent = st
@@ -340,10 +344,12 @@ pub async fn send_message(
                 },
                 now,
             )?;
+            store::insert_attachments(tx, mid, &files)?;
             outbound::enqueue_reply(tx, &conversation, mid, now)?;
             sent(tx, store_id, id, mid)
         })
-        .await?;
+        .await?
+        .linked(st.public_url());
     st.hub
         .publish(&events::sent(None, &sent.message, &sent.conversation));
     Ok((StatusCode::CREATED, Json(sent)))

@@ -9,6 +9,7 @@
 //! - A message and its conversation's counters (unread, waiting since, last activity) change
 //!   in one transaction.
 
+pub mod attachments;
 pub mod channels;
 pub mod conversations;
 pub mod events;
@@ -19,6 +20,7 @@ pub mod sockets;
 pub mod store;
 pub mod visitor;
 
+use axum::extract::DefaultBodyLimit;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -38,10 +40,16 @@ pub fn routes() -> OpenApiRouter<AppState> {
             conversations::get_conversation,
             conversations::update_conversation
         ))
-        .routes(routes!(
-            conversations::list_messages,
-            conversations::send_message
-        ))
+        .merge(
+            // A send may carry files: its own body limit, past the JSON default.
+            OpenApiRouter::new()
+                .routes(routes!(
+                    conversations::list_messages,
+                    conversations::send_message
+                ))
+                .layer(DefaultBodyLimit::max(attachments::SEND_BODY_LIMIT)),
+        )
+        .routes(routes!(attachments::get_attachment))
         .routes(routes!(conversations::add_note))
         .routes(routes!(conversations::mark_read))
         .routes(routes!(conversations::typing))

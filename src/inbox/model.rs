@@ -232,6 +232,34 @@ pub struct ConversationPatch {
 
 // ---- messages and notes -----------------------------------------------------------------
 
+/// A file to attach to a message, as received.
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    pub name: Option<String>,
+    pub mime_type: String,
+    pub data: Vec<u8>,
+}
+
+impl NewFile {
+    /// `image`, `video`, `audio` or `file`, by the media type.
+    pub fn kind(&self) -> &'static str {
+        match self.mime_type.split('/').next() {
+            Some("image") => "image",
+            Some("video") => "video",
+            Some("audio") => "audio",
+            _ => "file",
+        }
+    }
+}
+
+/// A stored file, as served.
+#[derive(Debug)]
+pub struct StoredFile {
+    pub name: Option<String>,
+    pub mime_type: String,
+    pub data: Vec<u8>,
+}
+
 /// A message's file (spec 2.8).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AttachmentOut {
@@ -265,6 +293,17 @@ pub struct MessageOut {
     pub attachments: Vec<AttachmentOut>,
 }
 
+impl MessageOut {
+    /// Makes the attachments' links absolute on `origin` (`AppState::public_url`).
+    #[must_use]
+    pub fn linked(mut self, origin: &str) -> Self {
+        for a in &mut self.attachments {
+            a.url = format!("{origin}{}", a.path);
+        }
+        self
+    }
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageIn {
@@ -276,6 +315,15 @@ pub struct MessageIn {
 pub struct Sent {
     pub message: MessageOut,
     pub conversation: ConversationOut,
+}
+
+impl Sent {
+    /// [`MessageOut::linked`].
+    #[must_use]
+    pub fn linked(mut self, origin: &str) -> Self {
+        self.message = self.message.linked(origin);
+        self
+    }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

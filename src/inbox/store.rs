@@ -689,10 +689,65 @@ pub fn message_count(c: &Connection, conversation: ConversationId) -> Result<i64
 
 pub fn get_message(c: &Connection, id: MessageId) -> Result<Option<MessageOut>, AppError> {
     let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.id = ?1");
-    Ok(c.prepare_cached(&sql)?
+    let Some(found) = c
+        .prepare_cached(&sql)?
         .query_row([id], message_row)
         .optional()?
-        .map(|(m, _)| m))
+    else {
+        return Ok(None);
+    };
+    let mut one = [found];
+    attach_files(c, &mut one)?;
+    let [(m, _)] = one;
+    Ok(Some(m))
+}
+
+/// Stores a message's files, numbered from 0 in the order given.
+pub fn insert_attachments(
+    tx: &Transaction<'_>,
+    message: MessageId,
+    files: &[super::model::NewFile],
+) -> Result<(), AppError> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO message_attachments (message_id, idx, kind, name, mime_type, size, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for (idx, f) in (0_i64..).zip(files) {
+        let size = i64::try_from(f.data.len()).map_err(AppError::internal)?;
+        stmt.execute(params![
+            message,
+            idx,
+            f.kind(),
+            f.name,
+            f.mime_type,
+            size,
+            f.data
+        ])?;
+    }
+    Ok(())
+}
+
+/// File `index` of `message`, when that message is in `conversation` of `store`.
+pub fn attachment(
+    c: &Connection,
+    store: StoreId,
+    conversation: ConversationId,
+    message: MessageId,
+    index: i64,
+) -> Result<Option<super::model::StoredFile>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT a.name, a.mime_type, a.data
+         FROM message_attachments a JOIN messages m ON m.id = a.message_id
+         WHERE a.message_id = ?1 AND a.idx = ?2 AND m.conversation_id = ?3 AND m.store_id = ?4",
+    )?
+    .query_row(params![message, index, conversation, store], |r| {
+        Ok(super::model::StoredFile {
+            name: r.get(0)?,
+            mime_type: r.get(1)?,
+            data: r.get(2)?,
+        })
+    })
+    .optional()?)
 }
 
 /// The commit-order position of a message of `conversation`; None when it has no such one.

@@ -258,6 +258,7 @@ pub async fn send_message(
             Ok((sent(tx, ch.store_id, id, mid)?, first))
         })
         .await?;
+    let sent = sent.linked(st.public_url());
     st.hub.publish(&events::sent(
         first.as_ref(),
         &sent.message,
@@ -306,23 +307,56 @@ pub async fn mark_read(
 }
 
 /// The widget's REST paths may be read from the sites a chat channel allows (spec 4.8: "CORS
-/// answers for the allowed origins only"; an empty list allows any). An unknown key's 404
-/// is readable from anywhere, so a widget whose channel was deleted can tell and stop.
+/// answers for the allowed origins only"; an empty list allows any), and so may the files of
+/// a chat conversation, which the widget fetches with its visitor token. An unknown key's
+/// 404 is readable from anywhere, so a widget whose channel was deleted can tell and stop.
 pub struct WidgetOrigins;
 
 impl crate::http::cors::CrossOrigin for WidgetOrigins {
-    fn resource<'p>(&self, path: &'p str) -> Option<&'p str> {
-        let rest = path.strip_prefix("/v1/widget/")?;
-        let key = rest.split('/').next()?;
-        (!key.is_empty()).then_some(key)
+    fn resource(&self, path: &str) -> Option<String> {
+        if let Some(rest) = path.strip_prefix("/v1/widget/") {
+            let key = rest.split('/').next()?;
+            return (!key.is_empty()).then(|| format!("key:{key}"));
+        }
+        // /v1/stores/{s}/conversations/{c}/messages/{m}/attachments/{i}
+        let parts: Vec<&str> = path.strip_prefix("/v1/stores/")?.split('/').collect();
+        match parts[..] {
+            [s, "conversations", c, "messages", _, "attachments", _] => {
+                Some(format!("conversation:{s}:{c}"))
+            }
+            _ => None,
+        }
     }
 
-    fn allows(&self, c: &rusqlite::Connection, key: &str, origin: &str) -> Result<bool, AppError> {
-        Ok(match store::channel_by_key(c, key)? {
-            Some(ch) if ch.kind == ChannelKind::StorefrontChat => {
-                ch.allowed_origins.is_empty() || ch.allowed_origins.iter().any(|a| a == origin)
-            }
-            _ => true,
-        })
+    fn allows(
+        &self,
+        c: &rusqlite::Connection,
+        resource: &str,
+        origin: &str,
+    ) -> Result<bool, AppError> {
+        let allowed = |ch: &ChannelOut| {
+            ch.allowed_origins.is_empty() || ch.allowed_origins.iter().any(|a| a == origin)
+        };
+        if let Some(key) = resource.strip_prefix("key:") {
+            return Ok(match store::channel_by_key(c, key)? {
+                Some(ch) if ch.kind == ChannelKind::StorefrontChat => allowed(&ch),
+                _ => true,
+            });
+        }
+        let Some((s, id)) = resource
+            .strip_prefix("conversation:")
+            .and_then(|r| r.split_once(':'))
+        else {
+            return Ok(false);
+        };
+        let (Ok(s), Ok(id)) = (s.parse(), id.parse()) else {
+            return Ok(false);
+        };
+        // Only a chat conversation's files are fetched by a widget; the team's are not.
+        let Some(conversation) = store::get_conversation(c, s, id)? else {
+            return Ok(false);
+        };
+        Ok(store::get_channel(c, s, conversation.channel_id)?
+            .is_some_and(|ch| ch.kind == ChannelKind::StorefrontChat && allowed(&ch)))
     }
 }

@@ -516,3 +516,66 @@ fn data_dir_is_created_0700_and_database_wal_shm_backups_and_replaced_copies_are
     assert_eq!(mode(&db), 0o600, "restored database");
     assert_eq!(mode(&dir), 0o700, "data directory at the end");
 }
+
+#[tokio::test]
+async fn a_restored_backup_serves_every_message_attachment() {
+    let app = spawn_app().await;
+    let (owner, _) = app.member("owner@example.com").await;
+    let store = app.open_store(&owner, "Org").await;
+    let p = format!("/v1/stores/{store}");
+    let key = app.chat_channel(&owner, &p, json!([])).await;
+    let v = app.visitor(&key, json!({})).await;
+    app.visitor_says(&v, "A photo please").await.expect(201);
+    let messages = format!("{p}/conversations/{}/messages", v.conversation_id);
+    let photo: Vec<u8> = (0..200_000u32).map(|i| (i * 7).to_le_bytes()[0]).collect();
+    let manual = b"%PDF-1.4 manual".to_vec();
+    let sent = app
+        .send_files(
+            &owner,
+            &messages,
+            Some("Photo and manual"),
+            &[
+                ("photo.jpg", "image/jpeg", photo.clone()),
+                ("manual.pdf", "application/pdf", manual.clone()),
+            ],
+        )
+        .await;
+    sent.expect(201);
+    let paths: Vec<String> = sent.body["message"]["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap().to_owned())
+        .collect();
+    let backup = app.data_dir.path().join("with-files.db");
+    let out = run(&["backup", backup.to_str().unwrap()], app.data_dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (stopped, old) = app.stop().await;
+    stopped.unwrap();
+
+    // A new machine: the backup and the key files the operator keeps beside it.
+    let fresh = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(old.path())
+        .unwrap()
+        .filter_map(Result::ok)
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".key") {
+            std::fs::copy(e.path(), fresh.path().join(&name)).unwrap();
+        }
+    }
+    let restored = run(&["restore", backup.to_str().unwrap()], fresh.path());
+    assert!(restored.status.success(), "{}", stderr(&restored));
+    let app = crate::support::spawn_app_at(fresh, crate::support::start_time(), |_| {}).await;
+    for (path, want) in paths.iter().zip([photo, manual]) {
+        let res = app
+            .client
+            .get(app.url(path))
+            .bearer_auth(&owner)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        assert_eq!(res.bytes().await.unwrap().as_ref(), want.as_slice());
+    }
+}

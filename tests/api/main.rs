@@ -2,6 +2,7 @@
 
 mod api_tokens;
 mod at_rest;
+mod attachments;
 mod catalog;
 mod cli;
 mod conventions;

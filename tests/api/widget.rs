@@ -507,6 +507,39 @@ async fn the_widget_pasted_on_the_shops_own_site_talks_to_the_api_across_origins
             "document.body.textContent.includes('We do, in 3 days.')",
         )
         .await;
+    // A file from the team shows in the page, and the page may fetch it with its token.
+    let store_path = format!("{p}/conversations/{conversation}/messages");
+    let sent = app
+        .send_files(
+            &owner,
+            &store_path,
+            None,
+            &[("jacket.png", "image/png", vec![1, 2, 3])],
+        )
+        .await;
+    sent.expect(201);
+    browser
+        .wait_for(
+            "the team's file in the page",
+            "[...document.querySelectorAll('.maw-att')].some(b => b.textContent.includes('jacket.png'))",
+        )
+        .await;
+    // By its path on the API's origin, as the widget does (the test's browser reaches the
+    // server as localhost).
+    let path = sent.body["message"]["attachments"][0]["path"]
+        .as_str()
+        .unwrap();
+    let url = url(app.addr, path);
+    let fetched = browser
+        .eval(&format!(
+            "const c = JSON.parse(localStorage.getItem({}));
+             return fetch({}, {{headers: {{'X-Visitor-Token': c.visitor_token}}}})
+                 .then(r => r.arrayBuffer()).then(b => [...new Uint8Array(b)]);",
+            json!(format!("merchant-admin-widget:{key}")),
+            json!(url)
+        ))
+        .await;
+    assert_eq!(fetched, json!([1, 2, 3]));
     browser.screenshot("widget-cross-origin").await;
 
     // The same tag on a site the channel does not allow cannot start a conversation.

@@ -55,3 +55,34 @@ impl TestApp {
         .await
     }
 }
+
+impl TestApp {
+    /// The team sends `text` and `files` (name, media type, bytes) as multipart to the
+    /// messages path `path`.
+    pub async fn send_files(
+        &self,
+        token: &str,
+        path: &str,
+        text: Option<&str>,
+        files: &[(&str, &str, Vec<u8>)],
+    ) -> Reply {
+        let mut form = reqwest::multipart::Form::new();
+        if let Some(t) = text {
+            form = form.text("text", t.to_owned());
+        }
+        for (name, mime, data) in files {
+            let part = reqwest::multipart::Part::bytes(data.clone())
+                .file_name((*name).to_owned())
+                .mime_str(mime)
+                .unwrap();
+            form = form.part("files", part);
+        }
+        self.send(
+            self.client
+                .post(self.url(path))
+                .bearer_auth(token)
+                .multipart(form),
+        )
+        .await
+    }
+}
