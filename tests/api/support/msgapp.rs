@@ -77,6 +77,16 @@ pub async fn start_fake() -> (Fake, SocketAddr) {
 }
 
 impl Fake {
+    /// How many requests the fake received.
+    pub fn count(&self) -> usize {
+        self.received.lock().unwrap().len()
+    }
+
+    /// Makes the fake answer `status` from now on.
+    pub fn answer(&self, status: StatusCode) {
+        *self.status.lock().unwrap() = status;
+    }
+
     pub fn last_code(&self) -> String {
         let r = self.received.lock().unwrap();
         let body = &r.last().expect("a message was sent").2;
