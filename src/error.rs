@@ -55,6 +55,7 @@ pub enum ErrorCode {
     InvalidVerificationCode,
     EmptyMessage,
     MessageTooLong,
+    MsgappWindowClosed,
     RequestHeaderFieldsTooLarge,
     RateLimited,
     InternalError,
@@ -106,7 +107,8 @@ impl ErrorCode {
             | Self::RefundExceedsRefundable
             | Self::InvalidVerificationCode
             | Self::EmptyMessage
-            | Self::MessageTooLong => StatusCode::UNPROCESSABLE_ENTITY,
+            | Self::MessageTooLong
+            | Self::MsgappWindowClosed => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RequestHeaderFieldsTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,

@@ -108,6 +108,11 @@ fn job_registry() -> crate::jobs::Registry {
     r.handle(|st, job: crate::orders::refunds::RefundCheck| async move {
         crate::orders::refunds::check(&st, job.refund_id).await
     });
+    r.handle(
+        |st, job: crate::inbox::msgapp_channel::MsgappReply| async move {
+            crate::inbox::msgapp_channel::send_reply(&st, job).await
+        },
+    );
     r.purge("idempotency keys", |tx, now, _| {
         crate::db::idempotency::purge_expired(tx, now)
     });

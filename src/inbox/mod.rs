@@ -15,6 +15,7 @@ pub mod conversations;
 pub mod events;
 pub mod hub;
 pub mod model;
+pub mod msgapp_channel;
 pub mod outbound;
 pub mod sockets;
 pub mod store;
@@ -56,6 +57,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(visitor::open_conversation))
         .routes(routes!(visitor::list_messages, visitor::send_message))
         .routes(routes!(visitor::mark_read))
+        .routes(routes!(
+            msgapp_channel::verify_webhook,
+            msgapp_channel::receive_webhook
+        ))
         .routes(routes!(sockets::ws_ticket))
         .routes(routes!(sockets::agent_socket))
         .routes(routes!(sockets::widget_socket))

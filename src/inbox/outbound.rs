@@ -13,9 +13,9 @@ use crate::ids::MessageId;
 /// Refuses a reply the channel cannot deliver now (the messaging app's closed reply
 /// window); nothing is stored when this fails.
 pub fn check_reply(conversation: &ConversationOut, now: DateTime<Utc>) -> Result<(), AppError> {
-    let _ = now;
     match conversation.channel_kind {
-        ChannelKind::StorefrontChat | ChannelKind::Msgapp | ChannelKind::Email => Ok(()),
+        ChannelKind::Msgapp => super::msgapp_channel::check_window(conversation, now),
+        ChannelKind::StorefrontChat | ChannelKind::Email => Ok(()),
     }
 }
 
@@ -26,8 +26,8 @@ pub fn enqueue_reply(
     message: MessageId,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    let _ = (tx, message, now);
     match conversation.channel_kind {
-        ChannelKind::StorefrontChat | ChannelKind::Msgapp | ChannelKind::Email => Ok(()),
+        ChannelKind::Msgapp => super::msgapp_channel::enqueue_reply(tx, message, now),
+        ChannelKind::StorefrontChat | ChannelKind::Email => Ok(()),
     }
 }

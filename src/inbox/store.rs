@@ -93,6 +93,17 @@ pub fn channel_by_key(c: &Connection, key: &str) -> Result<Option<ChannelOut>, A
         .optional()?)
 }
 
+/// The channel a provider's webhook names by its id in the path, whatever its store.
+pub fn channel_by_id_unscoped(
+    c: &Connection,
+    id: ChannelId,
+) -> Result<Option<ChannelOut>, AppError> {
+    let sql = format!("SELECT {CHANNEL_COLUMNS} FROM channels WHERE id = ?1");
+    Ok(c.prepare_cached(&sql)?
+        .query_row([id], channel_row)
+        .optional()?)
+}
+
 /// A channel's sealed secrets, if it has any.
 pub fn channel_secrets(
     c: &Connection,
@@ -867,6 +878,98 @@ fn attach_files(c: &Connection, messages: &mut [(MessageOut, i64)]) -> Result<()
             ),
         });
     }
+    Ok(())
+}
+
+// ---- the messaging-app channel ------------------------------------------------------------
+// A contact is its phone on a channel: these go through `conversations_by_channel`
+// (channel_id, contact_phone), then `messages_by_external` per conversation.
+
+/// The newest conversation with `phone` on `channel` that is not resolved.
+pub fn unresolved_conversation_by_phone(
+    c: &Connection,
+    store: StoreId,
+    channel: ChannelId,
+    phone: &str,
+) -> Result<Option<ConversationId>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT id FROM conversations
+         WHERE store_id = ?1 AND channel_id = ?2 AND contact_phone = ?3 AND status != 'resolved'
+         ORDER BY created_at DESC, id DESC LIMIT 1",
+    )?
+    .query_row(params![store, channel, phone], |r| r.get(0))
+    .optional()?)
+}
+
+/// The message with the provider's id `external_id` in any conversation with `phone` on
+/// `channel` (resolved ones too: a repeated delivery may come after a conversation ended).
+pub fn message_by_external_id(
+    c: &Connection,
+    store: StoreId,
+    channel: ChannelId,
+    phone: &str,
+    external_id: &str,
+) -> Result<Option<MessageOut>, AppError> {
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS} FROM conversations c
+           JOIN messages m ON m.conversation_id = c.id AND m.external_id = ?4
+         WHERE c.store_id = ?1 AND c.channel_id = ?2 AND c.contact_phone = ?3
+         LIMIT 1"
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, channel, phone, external_id], message_row)
+        .optional()?
+        .map(|(m, _)| m))
+}
+
+/// Keeps the reply window open until `until` at least; it never closes earlier because an
+/// older message arrived late.
+pub fn extend_reply_window(
+    tx: &Transaction<'_>,
+    conversation: ConversationId,
+    until: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let until = time::format(until);
+    crate::db::exec(
+        tx,
+        "UPDATE conversations
+         SET reply_window_expires_at = MAX(COALESCE(reply_window_expires_at, ?2), ?2)
+         WHERE id = ?1",
+        params![conversation, until],
+    )?;
+    Ok(())
+}
+
+/// Records the provider's id of a message sent through it; false when it had one already
+/// (or the conversation holds that id: kept unrecorded rather than failing a sent message).
+pub fn set_external_id(
+    tx: &Transaction<'_>,
+    message: MessageId,
+    external_id: &str,
+) -> Result<bool, AppError> {
+    let n = crate::db::exec(
+        tx,
+        "UPDATE OR IGNORE messages SET external_id = ?2 WHERE id = ?1 AND external_id IS NULL",
+        params![message, external_id],
+    )?;
+    Ok(n == 1)
+}
+
+/// Sets a message's delivery status (and its error, and when the contact read it).
+pub fn set_delivery(
+    tx: &Transaction<'_>,
+    message: MessageId,
+    status: DeliveryStatus,
+    error: Option<&str>,
+    read_at: Option<DateTime<Utc>>,
+) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "UPDATE messages SET delivery_status = ?2, delivery_error = ?3,
+                             read_at = COALESCE(read_at, ?4)
+         WHERE id = ?1",
+        params![message, status, error, read_at.map(time::format)],
+    )?;
     Ok(())
 }
 

@@ -6,6 +6,8 @@
 //!   outbox`; `cloud` posts a template message to the Cloud API with ureq, off the async
 //!   runtime, with a 10 s timeout.
 //! - A code never appears in a log line, whatever the provider.
+//! - Inbox replies (issue 15) go out through the same provider as free-form text
+//!   ([`send_text`]) from the channel's own phone number; `log` records them like codes.
 //! - Only the `log` provider keeps a message's secret (a code, an invite link) readable in
 //!   `outbound_messages`; with `cloud` the table keeps no usable secret (issue 13), and rows
 //!   an earlier `log` run left are blanked on start.
@@ -25,10 +27,25 @@ use crate::time;
 pub enum SendError {
     #[error("the messaging app answered {0}")]
     Status(u16),
+    /// The provider's answer with its own explanation (`error.message`, `error.code`).
+    #[error("the messaging app answered {status}: {reason}")]
+    Refused { status: u16, reason: String },
     #[error("could not reach the messaging app: {0}")]
     Transport(String),
     #[error("could not record the message: {0}")]
     Store(String),
+}
+
+impl SendError {
+    /// Whether sending the same message again cannot help: a 4xx other than a timeout or a
+    /// rate limit (a bad number, a closed window, a blocked contact).
+    pub fn is_permanent(&self) -> bool {
+        let status = match self {
+            Self::Status(s) | Self::Refused { status: s, .. } => *s,
+            Self::Transport(_) | Self::Store(_) => return false,
+        };
+        (400..500).contains(&status) && status != 408 && status != 429
+    }
 }
 
 /// What a secret-bearing row of `outbound_messages` holds instead of its body when the
@@ -167,6 +184,127 @@ pub async fn send_code(
         Err(e) => tracing::warn!(to = %masked, error = %e, "msgapp code message failed"),
     }
     result
+}
+
+/// A free-form text message from one of the store's numbers (an inbox reply).
+pub struct TextMessage<'a> {
+    /// The channel's `phone_number_id` at the provider.
+    pub phone_number_id: &'a str,
+    /// E.164, with or without the `+`.
+    pub to: &'a str,
+    pub body: &'a str,
+}
+
+/// The product name the Cloud API requires in every send; it rejects any other value.
+const CLOUD_PRODUCT: &str = "whatsapp";
+
+/// Sends a text message with the configured provider; the provider's id for it (`log` makes
+/// one up) or None when a 2xx answer named none.
+pub async fn send_text(
+    cfg: &MsgappConfig,
+    db: &Db,
+    msg: TextMessage<'_>,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, SendError> {
+    let masked = mask_phone(msg.to);
+    let result = match cfg {
+        MsgappConfig::Log => {
+            let id = format!("log.{}", uuid::Uuid::now_v7());
+            let (to, body, external) = (msg.to.to_owned(), msg.body.to_owned(), id.clone());
+            db.write(move |tx| {
+                crate::db::exec(tx,
+                    "INSERT INTO outbound_messages (id, channel, recipient, template, body, created_at)
+                     VALUES (?1, 'msgapp', ?2, 'inbox_reply', ?3, ?4)",
+                    params![uuid::Uuid::now_v7().to_string(), to, body, time::format(now)],
+                )?;
+                Ok(())
+            })
+            .await
+            .map(|()| Some(external))
+            .map_err(|e| SendError::Store(e.to_string()))
+        }
+        MsgappConfig::Cloud {
+            api_base,
+            token,
+            timeout,
+            ..
+        } => {
+            let url = format!(
+                "{}/{}/messages",
+                api_base.trim_end_matches('/'),
+                msg.phone_number_id
+            );
+            let body = json!({
+                "messaging_product": CLOUD_PRODUCT,
+                "to": msg.to.trim_start_matches('+'),
+                "type": "text",
+                "text": {"body": msg.body},
+            })
+            .to_string();
+            let (token, timeout) = (token.clone(), *timeout);
+            run_blocking(move || post_for_id(&url, &token, &body, timeout)).await
+        }
+    };
+    match &result {
+        Ok(_) => tracing::info!(to = %masked, "msgapp text message sent"),
+        Err(e) => tracing::warn!(to = %masked, error = %e, "msgapp text message failed"),
+    }
+    result
+}
+
+/// How much of the provider's answer is read: its id, or its error's explanation.
+const KEEP_ANSWER: u64 = 64 * 1024;
+
+/// POSTs `body`; the id of the message (`messages[0].id`) a 2xx answer names, or the
+/// provider's explanation of a refusal.
+fn post_for_id(
+    url: &str,
+    token: &str,
+    body: &str,
+    timeout: std::time::Duration,
+) -> Result<Option<String>, SendError> {
+    use std::io::Read;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut res = agent
+        .post(url)
+        .header("Authorization", &format!("Bearer {token}"))
+        .content_type("application/json")
+        .send(body)
+        .map_err(|e| SendError::Transport(e.to_string()))?;
+    let status = res.status().as_u16();
+    let mut kept = Vec::new();
+    // An unreadable answer is an empty one: the status alone decides.
+    let _ = res
+        .body_mut()
+        .as_reader()
+        .take(KEEP_ANSWER)
+        .read_to_end(&mut kept);
+    let answer: serde_json::Value = serde_json::from_slice(&kept).unwrap_or_default();
+    if (200..300).contains(&status) {
+        return Ok(answer["messages"][0]["id"].as_str().map(str::to_owned));
+    }
+    let e = &answer["error"];
+    let reason = [
+        e["code"].as_i64().map(|c| format!("(#{c})")),
+        e["message"].as_str().map(str::to_owned),
+        e["error_data"]["details"].as_str().map(str::to_owned),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    if reason.is_empty() {
+        Err(SendError::Status(status))
+    } else {
+        Err(SendError::Refused {
+            status,
+            reason: reason.chars().take(500).collect(),
+        })
+    }
 }
 
 fn post_json(

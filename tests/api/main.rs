@@ -17,6 +17,7 @@ mod limits;
 mod logging;
 mod members;
 mod msgapp;
+mod msgapp_channel;
 mod openapi;
 mod orders;
 mod paging;

@@ -27,25 +27,38 @@ pub struct Fake {
     pub delay: Arc<Mutex<StdDuration>>,
 }
 
+/// Answers as the Cloud API does: the new message's id (`wamid.fake<n>`, n counting from 1)
+/// on success, its error object otherwise.
 async fn fake_messages(
     State(f): State<Fake>,
     Path(phone_id): Path<String>,
     headers: HeaderMap,
     body: String,
-) -> StatusCode {
+) -> (StatusCode, axum::Json<Value>) {
     let auth = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    f.received.lock().unwrap().push((
-        phone_id,
-        auth,
-        serde_json::from_str(&body).unwrap_or(Value::Null),
-    ));
+    let n = {
+        let mut received = f.received.lock().unwrap();
+        received.push((
+            phone_id,
+            auth,
+            serde_json::from_str(&body).unwrap_or(Value::Null),
+        ));
+        received.len()
+    };
     let delay = *f.delay.lock().unwrap();
     tokio::time::sleep(delay).await;
-    *f.status.lock().unwrap()
+    let status = *f.status.lock().unwrap();
+    let answer = if status.is_success() {
+        json!({"messaging_product": "whatsapp", "messages": [{"id": format!("wamid.fake{n}")}]})
+    } else {
+        json!({"error": {"message": "Re-engagement message", "type": "OAuthException",
+                         "code": 131_047, "error_data": {"details": "outside the reply window"}}})
+    };
+    (status, axum::Json(answer))
 }
 
 pub async fn start_fake() -> (Fake, SocketAddr) {
@@ -64,6 +77,16 @@ pub async fn start_fake() -> (Fake, SocketAddr) {
 }
 
 impl Fake {
+    /// How many requests the fake received.
+    pub fn count(&self) -> usize {
+        self.received.lock().unwrap().len()
+    }
+
+    /// Makes the fake answer `status` from now on.
+    pub fn answer(&self, status: StatusCode) {
+        *self.status.lock().unwrap() = status;
+    }
+
     pub fn last_code(&self) -> String {
         let r = self.received.lock().unwrap();
         let body = &r.last().expect("a message was sent").2;
