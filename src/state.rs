@@ -113,6 +113,9 @@ fn job_registry() -> crate::jobs::Registry {
             crate::inbox::msgapp_channel::send_reply(&st, job).await
         },
     );
+    r.handle(|st, job: crate::inbox::snooze::Wake| async move {
+        crate::inbox::snooze::wake(&st, job).await
+    });
     r.purge("idempotency keys", |tx, now, _| {
         crate::db::idempotency::purge_expired(tx, now)
     });

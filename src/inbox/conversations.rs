@@ -171,6 +171,9 @@ pub async fn update_conversation(
             if !store::update_conversation(tx, store_id, id, &change, now)? {
                 return Err(not_found());
             }
+            if let Some(until) = &change.snoozed_until {
+                super::snooze::schedule(tx, store_id, id, until, now)?;
+            }
             audit::record(
                 tx,
                 &actor,

@@ -17,6 +17,7 @@ pub mod hub;
 pub mod model;
 pub mod msgapp_channel;
 pub mod outbound;
+pub mod snooze;
 pub mod sockets;
 pub mod store;
 pub mod visitor;

@@ -320,13 +320,13 @@ pub async fn receive_webhook(
         return Ok(StatusCode::OK);
     }
     let payload: MsgappWebhook = parse_json(&body)?;
-    let clock = st.clock.clone();
+    let (clock, origin) = (st.clock.clone(), st.public_url().to_owned());
     let frames = st
         .db
         .write(move |tx| {
             // Read on the writer: message times follow commit order (`created_after`).
             let now = clock.now();
-            ingest(tx, id, &payload, now)
+            ingest(tx, id, &payload, now, &origin)
         })
         .await?;
     st.hub.publish(&frames);
@@ -368,6 +368,7 @@ fn ingest(
     id: ChannelId,
     payload: &MsgappWebhook,
     now: DateTime<Utc>,
+    origin: &str,
 ) -> Result<Vec<Frame>, AppError> {
     let Some(ch) = store::channel_by_id_unscoped(tx, id)?
         .filter(|ch| ch.kind == ChannelKind::Msgapp && ch.enabled)
@@ -391,7 +392,7 @@ fn ingest(
             frames.extend(inbound(tx, &ch, v, m, now)?);
         }
         for s in &v.statuses {
-            frames.extend(status_update(tx, &ch, s, now)?);
+            frames.extend(status_update(tx, &ch, s, now, origin)?);
         }
     }
     Ok(frames)
@@ -554,6 +555,7 @@ fn status_update(
     ch: &ChannelOut,
     s: &MsgappStatus,
     now: DateTime<Utc>,
+    origin: &str,
 ) -> Result<Vec<Frame>, AppError> {
     let (Some(next), Some(phone)) = (DeliveryStatus::parse(&s.status), e164(&s.recipient_id))
     else {
@@ -570,7 +572,9 @@ fn status_update(
     let error = (next == DeliveryStatus::Failed).then(|| status_error(s));
     let read_at = (next == DeliveryStatus::Read).then(|| provider_time(&s.timestamp, now));
     store::set_delivery(tx, m.id, next, error.as_deref(), read_at)?;
-    let m = store::get_message(tx, m.id)?.ok_or_else(not_found)?;
+    let m = store::get_message(tx, m.id)?
+        .ok_or_else(not_found)?
+        .linked(origin);
     Ok(events::message("message:updated", &m).into())
 }
 
@@ -727,7 +731,10 @@ async fn mark_failed(st: &AppState, id: MessageId, why: String) -> anyhow::Resul
         })
         .await?;
     if let Some(m) = failed {
-        st.hub.publish(&events::message("message:updated", &m));
+        st.hub.publish(&events::message(
+            "message:updated",
+            &m.linked(st.public_url()),
+        ));
     }
     Ok(())
 }

@@ -162,7 +162,7 @@ pub async fn send_code(
                 api_base.trim_end_matches('/')
             );
             let body = json!({
-                "messaging_product": "msgapp",
+                "messaging_product": CLOUD_PRODUCT,
                 "to": msg.to,
                 "type": "template",
                 "template": {

@@ -560,3 +560,62 @@ async fn the_catch_up_recipe_loses_and_repeats_nothing_while_messages_arrive() {
     }
     assert_eq!(got, sent, "every message once, in order");
 }
+
+#[tokio::test]
+async fn a_snoozed_conversation_opens_again_at_its_time_and_a_later_snooze_wins() {
+    let app = spawn_app().await;
+    let (owner, p) = store(&app).await;
+    let store_id = p.rsplit('/').next().unwrap().to_owned();
+    let key = app.chat_channel(&owner, &p, json!([])).await;
+    let v = app.visitor(&key, json!({})).await;
+    app.visitor_says(&v, "hi").await.expect(201);
+    let one = format!("{p}/conversations/{}", v.conversation_id);
+    let now = merchant_admin::clock::Clock::now(&*app.clock);
+    let at = |h: i64| (now + chrono::Duration::hours(h)).to_rfc3339();
+    let snooze = |until: String| json!({"status": "snoozed", "snoozed_until": until});
+    app.call(patch(), &one, &owner, Some(snooze(at(1))))
+        .await
+        .expect(200);
+    // Snoozed again, for longer: the first time passes without waking it.
+    app.call(patch(), &one, &owner, Some(snooze(at(3))))
+        .await
+        .expect(200);
+    let auth = format!("Bearer {owner}");
+    let mut team = app
+        .ws(
+            &format!("/v1/ws/conversations?store_id={store_id}"),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("agent socket");
+    let drain = || async {
+        while merchant_admin::jobs::run_once(&app.state).await.unwrap()
+            != merchant_admin::jobs::Outcome::Empty
+        {}
+    };
+    app.clock.advance(chrono::Duration::hours(2));
+    drain().await;
+    let row = app.get_as(&one, &owner).await;
+    assert_eq!(row.body["status"], "snoozed");
+
+    app.clock
+        .advance(chrono::Duration::hours(1) + chrono::Duration::seconds(1));
+    let updated = loop {
+        drain().await;
+        let f = team.next_of("conversation:updated").await;
+        if f["data"]["status"] == "open" {
+            break f;
+        }
+    };
+    assert_eq!(updated["conversation_id"], v.conversation_id.as_str());
+    assert_eq!(updated["data"]["snoozed_until"], json!(null));
+    let row = app.get_as(&one, &owner).await;
+    assert_eq!(row.body["status"], "open");
+    let counts = app
+        .get_as(&format!("{p}/conversations/counts"), &owner)
+        .await;
+    assert_eq!(
+        (counts.body["snoozed"].clone(), counts.body["open"].clone()),
+        (json!(0), json!(1))
+    );
+}
