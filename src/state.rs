@@ -96,6 +96,11 @@ fn job_registry() -> crate::jobs::Registry {
     r.handle(|st, job: crate::orders::refunds::RefundCheck| async move {
         crate::orders::refunds::check(&st, job.refund_id).await
     });
+    r.handle(
+        |st, job: crate::inbox::email_channel::reply::EmailReply| async move {
+            crate::inbox::email_channel::reply::deliver(&st, job.message_id).await
+        },
+    );
     r.purge("idempotency keys", |tx, now, _| {
         crate::db::idempotency::purge_expired(tx, now)
     });

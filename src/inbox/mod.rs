@@ -11,6 +11,7 @@
 
 pub mod channels;
 pub mod conversations;
+pub mod email_channel;
 pub mod events;
 pub mod hub;
 pub mod model;
@@ -19,6 +20,7 @@ pub mod sockets;
 pub mod store;
 pub mod visitor;
 
+use axum::extract::DefaultBodyLimit;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -51,4 +53,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(sockets::ws_ticket))
         .routes(routes!(sockets::agent_socket))
         .routes(routes!(sockets::widget_socket))
+        .merge(
+            // A mail with its files is larger than the server's default body limit.
+            OpenApiRouter::new()
+                .routes(routes!(email_channel::receive_email))
+                .layer(DefaultBodyLimit::max(email_channel::INBOUND_BODY_LIMIT)),
+        )
 }
