@@ -272,6 +272,12 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_PAYMENTS_API_KEY", hide_env_values = true)]
     pub payments_api_key: Option<String>,
 
+    /// Where the e-mail channel's replies are handed over: `smtp://user:pass@host:port`
+    /// (STARTTLS when the server offers it; `?tls=required` insists on it) or
+    /// `smtps://...` (TLS from the start). Unset, e-mail replies are refused (503).
+    #[arg(long, env = "MERCHANT_ADMIN_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+
     /// When unversioned paths were deprecated (RFC 3339); sent as the `Deprecation` header.
     #[arg(
         long,

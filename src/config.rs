@@ -104,6 +104,8 @@ pub struct Config {
     pub ws_idle_timeout: Duration,
     /// How soon an open team socket notices that its session, token or membership ended.
     pub ws_recheck_poll: Duration,
+    /// The relay the e-mail channel's replies go through (`--smtp-url`); None refuses them.
+    pub smtp: Option<crate::mail::SmtpConfig>,
 }
 
 /// Where platform events go, and the secret that signs them.
@@ -181,6 +183,7 @@ impl Config {
             ws_ping_interval: Duration::from_secs(30),
             ws_idle_timeout: Duration::from_secs(75),
             ws_recheck_poll: Duration::from_millis(250),
+            smtp: None,
         }
     }
 
@@ -212,6 +215,16 @@ impl Config {
             allow_private_webhook_targets: a.allow_private_webhook_targets,
             platform_webhook: platform_webhook(a)?,
             payments: payments_config(a)?,
+            smtp: a
+                .smtp_url
+                .as_deref()
+                .filter(|u| !u.is_empty())
+                .map(|u| {
+                    // The message leaves the URL out: it may carry the password.
+                    crate::mail::SmtpConfig::parse(u)
+                        .map_err(|e| anyhow::anyhow!("--smtp-url: {e}"))
+                })
+                .transpose()?,
             deprecation_date: parse_date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date

@@ -21,6 +21,7 @@ pub mod ids;
 pub mod inbox;
 pub mod inventory;
 pub mod jobs;
+pub mod mail;
 pub mod msgapp;
 pub mod orders;
 pub mod reviews;

@@ -116,6 +116,11 @@ fn job_registry() -> crate::jobs::Registry {
     r.handle(|st, job: crate::inbox::snooze::Wake| async move {
         crate::inbox::snooze::wake(&st, job).await
     });
+    r.handle(
+        |st, job: crate::inbox::email_channel::reply::EmailReply| async move {
+            crate::inbox::email_channel::reply::deliver(&st, job.message_id).await
+        },
+    );
     r.purge("idempotency keys", |tx, now, _| {
         crate::db::idempotency::purge_expired(tx, now)
     });

@@ -324,14 +324,14 @@ pub async fn send_message(
 ) -> Result<(StatusCode, Json<Sent>), AppError> {
     scope.require(Permission::ConversationsWrite)?;
     let (store_id, id, user) = (scope.store_id, ids.1, scope.principal.user_id);
-    let clock = st.clock.clone();
+    let (clock, cfg) = (st.clock.clone(), st.cfg.clone());
     let sent = st
         .db
         .write(move |tx| {
             // Read on the writer: message times follow commit order (`created_after`).
             let now = clock.now();
             let conversation = store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
-            outbound::check_reply(&conversation, now)?;
+            outbound::check_reply(&conversation, now, &cfg)?;
             let mid = MessageId::new();
             store::insert_message(
                 tx,

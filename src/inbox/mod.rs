@@ -12,6 +12,7 @@
 pub mod attachments;
 pub mod channels;
 pub mod conversations;
+pub mod email_channel;
 pub mod events;
 pub mod hub;
 pub mod model;
@@ -65,4 +66,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(sockets::ws_ticket))
         .routes(routes!(sockets::agent_socket))
         .routes(routes!(sockets::widget_socket))
+        .merge(
+            // A mail with its files is larger than the server's default body limit.
+            OpenApiRouter::new()
+                .routes(routes!(email_channel::receive_email))
+                .layer(DefaultBodyLimit::max(email_channel::INBOUND_BODY_LIMIT)),
+        )
 }

@@ -7,14 +7,22 @@ use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
 
 use super::model::{ChannelKind, ConversationOut};
+use crate::config::Config;
 use crate::error::AppError;
 use crate::ids::MessageId;
 
 /// Refuses a reply the channel cannot deliver now (the messaging app's closed reply
-/// window); nothing is stored when this fails.
-pub fn check_reply(conversation: &ConversationOut, now: DateTime<Utc>) -> Result<(), AppError> {
+/// window; e-mail on a server without `--smtp-url`: 503); nothing is stored when this fails.
+pub fn check_reply(
+    conversation: &ConversationOut,
+    now: DateTime<Utc>,
+    cfg: &Config,
+) -> Result<(), AppError> {
     match conversation.channel_kind {
         ChannelKind::Msgapp => super::msgapp_channel::check_window(conversation, now),
+        ChannelKind::Email if cfg.smtp.is_none() => Err(AppError::unavailable(
+            "this server sends no e-mail: it was started without --smtp-url",
+        )),
         ChannelKind::StorefrontChat | ChannelKind::Email => Ok(()),
     }
 }
@@ -28,6 +36,7 @@ pub fn enqueue_reply(
 ) -> Result<(), AppError> {
     match conversation.channel_kind {
         ChannelKind::Msgapp => super::msgapp_channel::enqueue_reply(tx, message, now),
-        ChannelKind::StorefrontChat | ChannelKind::Email => Ok(()),
+        ChannelKind::Email => super::email_channel::reply::enqueue(tx, conversation, message, now),
+        ChannelKind::StorefrontChat => Ok(()),
     }
 }

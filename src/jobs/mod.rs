@@ -29,7 +29,7 @@ use crate::ids::JobId;
 use crate::time;
 
 pub use registry::{Cleanup, Registry};
-pub use worker::{Outcome, run_once};
+pub use worker::{Attempt, Outcome, attempt, run_once};
 
 /// A kind of background work, defined by the area that does it and registered with its
 /// handler in a [`Registry`]. The job is stored as `{"kind": KIND, "data": <the job>}`, so

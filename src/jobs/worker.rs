@@ -43,6 +43,31 @@ impl Claimed {
 /// How long an idle worker waits before looking again when nothing woke it.
 const IDLE_POLL: Duration = Duration::from_secs(1);
 
+/// Which attempt of its job a handler is running, for a handler that must act once the
+/// queue gives up (mark what it was delivering failed) rather than only return its error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    /// 1 for the first attempt.
+    pub number: u32,
+    pub max: u32,
+}
+
+impl Attempt {
+    /// Whether the queue retries no more after this attempt fails.
+    pub fn is_last(self) -> bool {
+        self.number >= self.max
+    }
+}
+
+tokio::task_local! {
+    static ATTEMPT: Attempt;
+}
+
+/// The attempt the running job handler is on; None outside a job handler.
+pub fn attempt() -> Option<Attempt> {
+    ATTEMPT.try_with(|a| *a).ok()
+}
+
 /// Claims the next due job of the default queue, if any: a queued job whose time has come,
 /// or a running job whose lease ran out. A job that has used every attempt is marked dead
 /// instead.
@@ -329,7 +354,11 @@ where
         Ok(job) => {
             #[cfg(feature = "failpoints")]
             crate::threads::run_blocking(|| fail::fail_point!("jobs::execute")).await;
-            let run = handler(st.clone(), job.clone());
+            let attempt = Attempt {
+                number: claimed.attempts,
+                max: claimed.max_attempts,
+            };
+            let run = ATTEMPT.scope(attempt, handler(st.clone(), job.clone()));
             let drain = st.cfg.shutdown_drain();
             tokio::select! {
                 r = run => Some(r),

@@ -268,3 +268,27 @@ async fn a_worker_whose_lease_was_taken_over_cannot_settle_the_job() {
     let row = &job_rows(&app).await[0];
     assert_eq!((row.state.as_str(), row.attempts), ("running", 2));
 }
+
+#[tokio::test]
+async fn a_handler_knows_which_attempt_it_runs_and_whether_it_is_the_last() {
+    let app = quiet_app().await;
+    enqueue(&app, Cleanup).await;
+    assert_eq!(jobs::attempt(), None, "no attempt outside a job handler");
+    let max = Cleanup.max_attempts();
+    for number in 1..=max {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let s = seen.clone();
+        let out = worker::run_once_with(&app.state, &CancellationToken::new(), |_, _| async move {
+            *s.lock().unwrap() = jobs::attempt();
+            anyhow::bail!("receiver said no")
+        })
+        .await
+        .unwrap();
+        assert_eq!(out, Outcome::Ran);
+        let attempt = seen.lock().unwrap().expect("the handler saw its attempt");
+        assert_eq!(attempt, jobs::Attempt { number, max });
+        assert_eq!(attempt.is_last(), number == max);
+        app.clock.advance(Duration::hours(2));
+    }
+    assert_eq!(job_rows(&app).await[0].state, "dead");
+}

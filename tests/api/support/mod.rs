@@ -3,8 +3,8 @@
 //! lives here: the HTTP client (`client`), seeded accounts and stores (`fixtures`), a webhook
 //! receiver (`receiver`), a stocked shop (`shop`), TOTP (`totp`), the messaging-app fake
 //! (`msgapp`), the real binary (`process`), the probe routes (`probe`), a shopper on the
-//! chat widget's routes (`inbox`), WebSocket clients (`ws`) and a headless Chromium for the
-//! widget itself (`browser`).
+//! chat widget's routes (`inbox`), WebSocket clients (`ws`), a headless Chromium for the
+//! widget itself (`browser`) and an SMTP receiver (`smtp`).
 
 pub mod browser;
 mod client;
@@ -15,6 +15,7 @@ mod probe;
 pub mod process;
 mod receiver;
 mod shop;
+pub mod smtp;
 mod totp;
 mod ws;
 
