@@ -3,7 +3,9 @@
 //! variants and stock, 200 customers, 500 orders across every status with their payments
 //! and a few refunds, and 300 reviews across statuses. The data is the same on every run
 //! (a seeded generator) and goes through the areas' own store functions, so it obeys their
-//! rules. It records no order events or audit entries; stock reservations record their
+//! rules. The inbox has a chat, a messaging-app and an e-mail channel (their secrets left
+//! for the developer to set) and 40 conversations in every status, with messages, notes and
+//! a few attachments. It records no order events or audit entries; stock reservations record their
 //! threshold events as any reservation does (a new store has no webhooks to deliver them).
 
 use chrono::{DateTime, Duration, Utc};
@@ -87,7 +89,8 @@ pub fn seed(
     let people = seed_customers(tx, &mut rng, store, start)?;
     let spacing = Duration::minutes(250);
     let sold = seed_orders(tx, &mut rng, store, &offers, &people, now, 500, spacing)?;
-    seed_reviews(tx, &mut rng, store, &offers, &sold, now, 300, spacing)
+    seed_reviews(tx, &mut rng, store, &offers, &sold, now, 300, spacing)?;
+    seed_inbox(tx, &mut rng, out, now)
 }
 
 /// Adds `orders` orders and `reviews` reviews to a store that has products and customers,
@@ -414,6 +417,220 @@ fn seed_reviews(
             product_title: title,
         };
         reviews::insert(tx, &r)?;
+    }
+    Ok(())
+}
+
+const ASKS: [&str; 8] = [
+    "Oi! Vocês entregam em Belo Horizonte?",
+    "Qual o prazo de entrega para o meu CEP?",
+    "A camiseta estampada tem no tamanho G?",
+    "Meu pedido ainda não chegou, podem verificar?",
+    "Posso trocar o moletom por um tamanho maior?",
+    "Vocês aceitam Pix?",
+    "O caderno vem com folhas pautadas?",
+    "Quero cancelar o pedido que fiz ontem.",
+];
+const ANSWERS: [&str; 6] = [
+    "Olá! Entregamos sim, em 3 a 5 dias úteis.",
+    "Vou verificar e já te respondo.",
+    "Temos sim! Posso reservar para você?",
+    "Seu pedido saiu para entrega hoje.",
+    "Claro, a troca é gratuita em até 30 dias.",
+    "Pronto, está resolvido. Posso ajudar em algo mais?",
+];
+const LABELS: [&str; 4] = ["entrega", "troca", "pagamento", "vip"];
+/// A 1×1 PNG, for the demo's photo attachments.
+const PIXEL_PNG: [u8; 67] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0a, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae,
+    0x42, 0x60, 0x82,
+];
+
+/// The three channels and 40 conversations spread over the last two weeks: each status,
+/// priority and channel, some assigned to the owner, some with notes, labels and files.
+fn seed_inbox(
+    tx: &Transaction<'_>,
+    rng: &mut StdRng,
+    out: SetupOutput,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    use crate::ids::{ChannelId, ConversationId, MessageId, NoteId};
+    use crate::inbox::model::{
+        ChannelKind, Contact, ConversationStatus, DeliveryStatus, NewFile, NoteOut, Priority,
+        Sender,
+    };
+    use crate::inbox::store::{self as inbox, ConversationChange, NewChannel, NewConversation};
+
+    let store = out.store_id;
+    let no_origins: Vec<String> = Vec::new();
+    let key = crate::secrets::new_token("chk_");
+    let channels = [
+        (
+            ChannelKind::StorefrontChat,
+            "Chat do site",
+            serde_json::Map::new(),
+        ),
+        (
+            ChannelKind::Msgapp,
+            "Mensagens",
+            serde_json::json!({"phone_number_id": "100200300400"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        (
+            ChannelKind::Email,
+            "E-mail de suporte",
+            serde_json::json!({"address": "suporte@demo.merchant-admin.test"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ),
+    ];
+    let mut ids = Vec::new();
+    for (kind, name, settings) in &channels {
+        let id = ChannelId::new();
+        inbox::insert_channel(
+            tx,
+            &NewChannel {
+                id,
+                store,
+                kind: *kind,
+                name,
+                key: (*kind == ChannelKind::StorefrontChat).then_some(key.as_str()),
+                allowed_origins: &no_origins,
+                settings,
+                secrets: None,
+            },
+            now - Duration::days(30),
+        )?;
+        ids.push((id, *kind));
+    }
+    let people = customers::list(tx, store, None, None, 40, 0)?;
+    let statuses = [
+        ConversationStatus::Open,
+        ConversationStatus::Pending,
+        ConversationStatus::Resolved,
+        ConversationStatus::Snoozed,
+    ];
+    let priorities = [
+        Priority::None,
+        Priority::Low,
+        Priority::Medium,
+        Priority::High,
+        Priority::Urgent,
+    ];
+    for i in 0..40_usize {
+        let (channel, kind) = ids[i % 3];
+        let person = &people[i % people.len()];
+        let contact = match kind {
+            ChannelKind::StorefrontChat if i % 2 == 0 => Contact::default(),
+            ChannelKind::StorefrontChat | ChannelKind::Email => Contact {
+                name: Some(person.name.clone()),
+                email: person.email.clone(),
+                phone: None,
+            },
+            ChannelKind::Msgapp => Contact {
+                name: Some(person.name.clone()),
+                email: None,
+                phone: person.phone.clone(),
+            },
+        };
+        let id = ConversationId::new();
+        let hours = i64::try_from(i).unwrap_or(0) * 8 + rng.random_range(0..6);
+        let mut at = now - Duration::hours(hours) - Duration::minutes(30);
+        inbox::insert_conversation(
+            tx,
+            &NewConversation {
+                id,
+                store,
+                channel,
+                kind,
+                contact: &contact,
+                visitor_token_hash: None,
+            },
+            at,
+        )?;
+        let turns = 1 + rng.random_range(0..5_usize);
+        for t in 0..turns {
+            let sender = if t % 2 == 0 {
+                Sender::Visitor
+            } else {
+                Sender::Agent
+            };
+            let text = if t % 2 == 0 {
+                ASKS[(i + t) % ASKS.len()]
+            } else {
+                ANSWERS[(i + t) % ANSWERS.len()]
+            };
+            let mid = MessageId::new();
+            inbox::insert_message(
+                tx,
+                &inbox::NewMessage {
+                    id: mid,
+                    conversation: id,
+                    store,
+                    sender,
+                    agent: (sender == Sender::Agent).then_some(out.user_id),
+                    text,
+                    external_id: None,
+                    delivery_status: if sender == Sender::Agent && t + 1 < turns {
+                        DeliveryStatus::Read
+                    } else {
+                        DeliveryStatus::Sent
+                    },
+                },
+                at,
+            )?;
+            if i % 13 == 1 && t == 0 {
+                let file = NewFile {
+                    name: Some("foto-do-produto.png".to_owned()),
+                    mime_type: "image/png".to_owned(),
+                    data: PIXEL_PNG.to_vec(),
+                };
+                inbox::insert_attachments(tx, mid, &[file])?;
+            }
+            if kind == ChannelKind::Msgapp && sender == Sender::Visitor {
+                inbox::extend_reply_window(tx, id, at + Duration::hours(24))?;
+            }
+            at += Duration::minutes(rng.random_range(2..40));
+        }
+        let status = statuses[i % statuses.len()];
+        let snoozed_until = (status == ConversationStatus::Snoozed)
+            .then(|| time::format(now + Duration::hours(4 + i64::try_from(i).unwrap_or(0))));
+        let labels: Vec<String> = (i % 3 == 0)
+            .then(|| LABELS[i % LABELS.len()].to_owned())
+            .into_iter()
+            .collect();
+        inbox::update_conversation(
+            tx,
+            store,
+            id,
+            &ConversationChange {
+                status: Some(status),
+                priority: Some(priorities[i % priorities.len()]),
+                assignee: (i % 4 == 1).then_some(Some(out.user_id)),
+                labels: Some(labels),
+                snoozed_until: snoozed_until.clone(),
+            },
+            at,
+        )?;
+        if let Some(until) = &snoozed_until {
+            crate::inbox::snooze::schedule(tx, store, id, until, now)?;
+        }
+        if i % 5 == 2 {
+            let note = NoteOut {
+                id: NoteId::new(),
+                conversation_id: id,
+                author_user_id: Some(out.user_id),
+                text: "Cliente recorrente: oferecer frete grátis.".to_owned(),
+                created_at: time::format(at),
+            };
+            inbox::insert_note(tx, store, &note)?;
+        }
     }
     Ok(())
 }

@@ -171,6 +171,36 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
     let distinct = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
     assert_eq!(distinct("SELECT COUNT(DISTINCT status) FROM orders"), 8);
     assert_eq!(distinct("SELECT COUNT(DISTINCT status) FROM reviews"), 3);
+    // An inbox: one channel of each kind, 40 conversations in every status and priority, on
+    // every channel, with messages, notes and a few files; snoozed ones wake on their own.
+    assert_eq!(distinct("SELECT COUNT(DISTINCT kind) FROM channels"), 3);
+    assert_eq!(count(&db, "conversations"), 40);
+    assert_eq!(
+        distinct("SELECT COUNT(DISTINCT status) FROM conversations"),
+        4
+    );
+    assert_eq!(
+        distinct("SELECT COUNT(DISTINCT priority) FROM conversations"),
+        5
+    );
+    assert_eq!(
+        distinct("SELECT COUNT(DISTINCT channel_kind) FROM conversations"),
+        3
+    );
+    assert_eq!(
+        distinct(
+            "SELECT COUNT(*) FROM conversations c WHERE NOT EXISTS
+                  (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)"
+        ),
+        0
+    );
+    assert!(count(&db, "messages") > 80);
+    assert!(count(&db, "conversation_notes") > 0);
+    assert!(count(&db, "message_attachments") > 0);
+    assert_eq!(
+        distinct("SELECT COUNT(*) FROM jobs WHERE kind = 'conversation_wake'"),
+        distinct("SELECT COUNT(*) FROM conversations WHERE status = 'snoozed'")
+    );
     assert!(distinct("SELECT COUNT(*) FROM variants WHERE reserved > 0") > 0);
     assert!(distinct("SELECT COUNT(*) FROM reviews WHERE is_verified_purchase") > 0);
     // What the API shows agrees with the rows: every paid order has its payment.

@@ -313,6 +313,33 @@ async fn the_authorization_table_for_store_routes() {
                             "author_name": "Ana", "author_email": "ana@example.com",
                             "title": "Good", "body": "Yes.", "rating": 4});
     let review_path = made("reviews", new_review.clone()).await;
+    // A shopper's conversation with a file from the team in it.
+    let chat = made(
+        "channels",
+        json!({"kind": "storefront_chat", "name": "Chat"}),
+    )
+    .await;
+    let key = app.get_as(&chat, &owner).await.body["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shopper = app.visitor(&key, json!({})).await;
+    app.visitor_says(&shopper, "hello").await.expect(201);
+    let one = format!("{p}/conversations/{}", shopper.conversation_id);
+    let with_file = app
+        .send_files(
+            &owner,
+            &format!("{one}/messages"),
+            None,
+            &[("a.txt", "text/plain", b"hi".to_vec())],
+        )
+        .await;
+    with_file.expect(201);
+    let file_path = with_file.body["message"]["attachments"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let inbox_writers: &'static [&'static str] = &["owner", "admin", "staff"];
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -349,6 +376,83 @@ async fn the_authorization_table_for_store_routes() {
             Some(json!({"kind": "storefront_chat", "name": "Chat {n}"})),
             Some("stores.edit"),
             &["owner", "admin"],
+        ),
+        (
+            get(),
+            chat.clone(),
+            None,
+            Some("stores.edit"),
+            &["owner", "admin"],
+        ),
+        (
+            patch(),
+            chat.clone(),
+            Some(json!({"name": "Chat"})),
+            Some("stores.edit"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            one.clone(),
+            None,
+            Some("conversations.read"),
+            all_roles,
+        ),
+        (
+            patch(),
+            one.clone(),
+            Some(json!({"priority": "high"})),
+            Some("conversations.write"),
+            inbox_writers,
+        ),
+        (
+            get(),
+            format!("{one}/messages"),
+            None,
+            Some("conversations.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{one}/messages"),
+            Some(json!({"text": "On it {n}"})),
+            Some("conversations.write"),
+            inbox_writers,
+        ),
+        (
+            post(),
+            format!("{one}/notes"),
+            Some(json!({"text": "Note {n}"})),
+            Some("conversations.write"),
+            inbox_writers,
+        ),
+        (
+            post(),
+            format!("{one}/read"),
+            None,
+            Some("conversations.write"),
+            inbox_writers,
+        ),
+        (
+            post(),
+            format!("{one}/typing"),
+            Some(json!({"typing": true})),
+            Some("conversations.write"),
+            inbox_writers,
+        ),
+        (
+            post(),
+            format!("{p}/conversations/ws-ticket"),
+            None,
+            Some("conversations.read"),
+            all_roles,
+        ),
+        (
+            get(),
+            file_path.clone(),
+            None,
+            Some("conversations.read"),
+            all_roles,
         ),
         (
             get(),
