@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use axum::extract::State;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
@@ -20,6 +20,7 @@ use super::store;
 use super::visitor::{chat_channel, visitor_conversation, visitor_token};
 use crate::error::{AppError, ErrorCode};
 use crate::http::auth::{MaybePrincipal, StoreScope};
+use crate::http::extract::Query;
 use crate::http::permissions::{Permission, PermissionSet};
 use crate::http::trace::TraceId;
 use crate::ids::{ConversationId, StoreId, UserId};
@@ -125,7 +126,7 @@ pub async fn agent_socket(
     Query(q): Query<AgentQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
-    let who = match agent_handshake(&st, principal, trace, q).await {
+    let who = match agent_handshake(&st, principal, trace, q, upgrade.is_ok()).await {
         Ok(who) => who,
         Err(e) => return e.into_response(),
     };
@@ -157,8 +158,15 @@ async fn agent_handshake(
     principal: Option<crate::http::auth::Principal>,
     trace: TraceId,
     q: AgentQuery,
+    upgradable: bool,
 ) -> Result<AgentWho, AppError> {
     if let Some(ticket) = q.ticket {
+        // A ticket is single use: not spent on a request that cannot become a socket.
+        if !upgradable {
+            return Err(AppError::bad_request(
+                "a socket ticket is spent only on a WebSocket upgrade request",
+            ));
+        }
         let hash = crate::secrets::hash(&ticket);
         let now = st.clock.now();
         let (user, store, credential) = st
@@ -318,9 +326,9 @@ fn pong() -> std::sync::Arc<str> {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct WidgetQuery {
-    /// The chat channel's public key.
-    key: String,
-    conversation_id: String,
+    /// The chat channel's public key (missing: 404, as an unknown one).
+    key: Option<String>,
+    conversation_id: Option<String>,
     /// The visitor token (or header `X-Visitor-Token`).
     token: Option<String>,
 }
@@ -342,10 +350,12 @@ pub async fn widget_socket(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let token = q.token.or_else(|| visitor_token(&headers));
-    let Ok(conv) = q.conversation_id.parse::<ConversationId>() else {
+    let Some(key) = q.key else {
+        return AppError::not_found("channel").into_response();
+    };
+    let Some(Ok(conv)) = q.conversation_id.map(|c| c.parse::<ConversationId>()) else {
         return AppError::not_found("conversation").into_response();
     };
-    let key = q.key;
     let checked = st
         .db
         .read(move |c| {
@@ -405,6 +415,12 @@ fn visitor_online(store: StoreId, conv: ConversationId, online: bool) -> Frame {
     )
 }
 
+/// What a client may send: 10 frames a second, 20 at once (typing is sent every few
+/// seconds, pings every 25).
+const CLIENT_FRAME_QUOTA: governor::Quota =
+    governor::Quota::per_second(std::num::NonZeroU32::new(10).unwrap())
+        .allow_burst(std::num::NonZeroU32::new(20).unwrap());
+
 /// One socket's life: `hello`, then the hub's frames out and the client's frames in, with
 /// the heartbeat of spec 6.4. A lagging socket's backlog is dropped for one `resync`.
 async fn run<F, Fut>(st: &AppState, ws: WebSocket, mut l: Listener, hello: String, mut on_frame: F)
@@ -419,6 +435,9 @@ where
     }
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
     let mut last_heard = tokio::time::Instant::now();
+    // Each typing or viewing frame fans out to the whole store and reads the database: a
+    // client's frames past the budget are dropped unread.
+    let budget = governor::RateLimiter::direct(CLIENT_FRAME_QUOTA);
     loop {
         tokio::select! {
             // A kicked socket sends nothing more.
@@ -443,6 +462,9 @@ where
                 last_heard = tokio::time::Instant::now();
                 match frame {
                     Some(Ok(Message::Text(t))) => {
+                        if budget.check().is_err() {
+                            continue;
+                        }
                         if let Ok(f) = serde_json::from_str::<ClientFrame>(&t) {
                             if f.kind == "ping" {
                                 if !send(&mut tx, Message::Text(Utf8Bytes::from(&*pong())), idle).await {

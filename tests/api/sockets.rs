@@ -446,3 +446,67 @@ async fn only_a_member_who_may_write_is_shown_typing() {
         "the viewer's frame went nowhere"
     );
 }
+
+#[tokio::test]
+async fn a_flood_of_client_frames_is_cut_to_the_sockets_budget() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let v = app.visitor(&i.key, json!({})).await;
+    let mut shopper = widget(&app, &i, &v).await;
+    let mut team = agent(&app, &i).await;
+    for _ in 0..200 {
+        team.send(json!({"type": "typing", "conversation_id": v.conversation_id, "typing": true}))
+            .await;
+    }
+    // Each typing frame the server passed on reaches the shopper; count them until quiet.
+    let mut passed = 0;
+    while let Ok(Some(f)) =
+        tokio::time::timeout(std::time::Duration::from_millis(700), shopper.next()).await
+    {
+        if f["type"] == "typing" {
+            passed += 1;
+        }
+    }
+    assert!(
+        (1..=25).contains(&passed),
+        "{passed} of 200 typing frames passed (budget: 20 at once, 10 a second)"
+    );
+}
+
+#[tokio::test]
+async fn a_ticket_is_not_spent_on_a_request_that_cannot_upgrade_and_widget_params_are_checked() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let t = app
+        .call(
+            post(),
+            &format!("{}/conversations/ws-ticket", i.p),
+            &i.owner,
+            None,
+        )
+        .await;
+    t.expect(201);
+    let url = format!(
+        "/v1/ws/conversations?ticket={}",
+        t.body["ticket"].as_str().unwrap()
+    );
+    app.send(app.client.get(app.url(&url)))
+        .await
+        .expect_error(400, "bad_request");
+    let mut ws = app
+        .ws(&url, &[])
+        .await
+        .expect("the ticket still opens a socket");
+    assert_eq!(ws.next().await.unwrap()["type"], "hello");
+
+    // A widget socket without its key or conversation answers the error shape.
+    for path in ["/v1/ws/widget", &format!("/v1/ws/widget?key={}", i.key)] {
+        match app.ws(path, &[]).await {
+            Ok(_) => panic!("opened without its parameters"),
+            Err((status, body)) => {
+                assert_eq!(status, 404, "{path}");
+                assert_eq!(body["code"], "not_found", "{path}");
+            }
+        }
+    }
+}
