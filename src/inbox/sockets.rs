@@ -502,10 +502,16 @@ async fn send(
     matches!(tokio::time::timeout(limit, tx.send(m)).await, Ok(Ok(())))
 }
 
+/// How often every open team socket is checked even when no credential table changed: a
+/// store token can expire on its own.
+const RECHECK_EVERY: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
 /// Closes team sockets whose session, user, token or membership no longer allows them:
-/// looked at whenever a credential table changes, within `poll`.
+/// looked at whenever a credential table changes, within `poll`, and once a minute for
+/// tokens that expire. Sockets opened by the same credential are checked once.
 pub async fn watch(st: AppState, poll: Duration, shutdown: tokio_util::sync::CancellationToken) {
     let mut seen = st.db.credentials_epoch();
+    let mut next_full = st.clock.now() + RECHECK_EVERY;
     loop {
         tokio::select! {
             () = shutdown.cancelled() => {
@@ -514,22 +520,30 @@ pub async fn watch(st: AppState, poll: Duration, shutdown: tokio_util::sync::Can
             }
             () = tokio::time::sleep(poll) => {}
         }
-        let epoch = st.db.credentials_epoch();
-        if epoch == seen {
+        let (epoch, now) = (st.db.credentials_epoch(), st.clock.now());
+        if epoch == seen && now < next_full {
             continue;
         }
-        seen = epoch;
+        (seen, next_full) = (epoch, now + RECHECK_EVERY);
         let agents = st.hub.agents();
         if agents.is_empty() {
             continue;
         }
-        let now = st.clock.now();
         let gone = st
             .db
             .read(move |c| {
+                let mut verdicts = std::collections::HashMap::new();
                 let mut gone = Vec::new();
                 for (store, id, user, credential) in agents {
-                    if !still_allowed(c, &credential, user, store, now)? {
+                    let allowed = match verdicts.get(&(store, user, credential.clone())) {
+                        Some(v) => *v,
+                        None => {
+                            let v = still_allowed(c, &credential, user, store, now)?;
+                            verdicts.insert((store, user, credential), v);
+                            v
+                        }
+                    };
+                    if !allowed {
                         gone.push((store, id));
                     }
                 }

@@ -510,3 +510,85 @@ async fn a_ticket_is_not_spent_on_a_request_that_cannot_upgrade_and_widget_param
         }
     }
 }
+
+#[tokio::test]
+async fn a_store_token_socket_closes_when_the_token_is_revoked_or_expires() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let now = merchant_admin::clock::Clock::now(&*app.clock);
+    let tokens = format!("{}/api-tokens", i.p);
+    let mut made = Vec::new();
+    for expires in [None, Some((now + chrono::Duration::hours(1)).to_rfc3339())] {
+        let r = app
+            .call(
+                post(),
+                &tokens,
+                &i.owner,
+                Some(
+                    json!({"name": "inbox bot", "scopes": ["conversations.read"],
+                            "expires_at": expires}),
+                ),
+            )
+            .await;
+        r.expect(201);
+        made.push((
+            r.body["id"].as_str().unwrap().to_owned(),
+            r.body["value"].as_str().unwrap().to_owned(),
+        ));
+    }
+    let app = &app;
+    let open = |value: &str| {
+        let auth = format!("Bearer {value}");
+        let path = format!("/v1/ws/conversations?store_id={}", i.store_id);
+        async move {
+            let mut ws = app
+                .ws(&path, &[("authorization", &auth)])
+                .await
+                .expect("a token with conversations.read opens a socket");
+            assert_eq!(ws.next().await.unwrap()["type"], "hello");
+            ws
+        }
+    };
+    let mut revoked = open(&made[0].1).await;
+    let mut expiring = open(&made[1].1).await;
+
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("{tokens}/{}", made[0].0),
+        &i.owner,
+        None,
+    )
+    .await
+    .expect(204);
+    revoked.until_closed().await;
+
+    // Nothing changes in the tables when a token reaches its expiry: the periodic check
+    // closes it (the test's clock jumps past both the expiry and the check's minute).
+    app.clock.advance(chrono::Duration::hours(2));
+    expiring.until_closed().await;
+}
+
+#[tokio::test]
+async fn a_ticket_opens_one_socket_even_when_used_at_once() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let t = app
+        .call(
+            post(),
+            &format!("{}/conversations/ws-ticket", i.p),
+            &i.owner,
+            None,
+        )
+        .await;
+    t.expect(201);
+    let url = format!(
+        "/v1/ws/conversations?ticket={}",
+        t.body["ticket"].as_str().unwrap()
+    );
+    let tries = futures::future::join_all((0..8).map(|_| app.ws(&url, &[]))).await;
+    let opened = tries.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(opened, 1);
+    for r in tries.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!((r.0, r.1["code"].as_str()), (401, Some("invalid_ticket")));
+    }
+}
