@@ -349,6 +349,17 @@ pub async fn send_message(
             )?;
             store::insert_attachments(tx, mid, &files)?;
             outbound::enqueue_reply(tx, &conversation, mid, now)?;
+            // Tests fail a reply here, written but not committed: nothing may be published.
+            #[cfg(feature = "failpoints")]
+            if (|| {
+                fail::fail_point!("inbox::reply_before_commit", |arg| arg.as_deref()
+                    == Some(text.as_str()));
+                false
+            })() {
+                return Err(AppError::internal(anyhow::anyhow!(
+                    "stopped before commit (fail point)"
+                )));
+            }
             sent(tx, store_id, id, mid)
         })
         .await?

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde_json::json;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::support::{TestApp, Visitor, Ws, patch, post, spawn_app, spawn_app_with};
 
@@ -591,4 +592,144 @@ async fn a_ticket_opens_one_socket_even_when_used_at_once() {
     for r in tries.iter().filter_map(|r| r.as_ref().err()) {
         assert_eq!((r.0, r.1["code"].as_str()), (401, Some("invalid_ticket")));
     }
+}
+
+#[tokio::test]
+async fn a_reply_that_rolls_back_is_never_published() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let v = app.visitor(&i.key, json!({})).await;
+    app.visitor_says(&v, "hello?").await.expect(201);
+    let mut team = agent(&app, &i).await;
+    let mut shopper = widget(&app, &i, &v).await;
+    let messages = format!("{}/conversations/{}/messages", i.p, v.conversation_id);
+    fail::cfg("inbox::reply_before_commit", "return(doomed reply)").unwrap();
+    let r = app
+        .call(
+            post(),
+            &messages,
+            &i.owner,
+            Some(json!({"text": "doomed reply"})),
+        )
+        .await;
+    fail::remove("inbox::reply_before_commit");
+    r.expect_error(500, "internal_error");
+    app.call(
+        post(),
+        &messages,
+        &i.owner,
+        Some(json!({"text": "kept reply"})),
+    )
+    .await
+    .expect(201);
+    // The first message either side sees is the one that was committed.
+    assert_eq!(
+        team.next_of("message:new").await["data"]["text"],
+        "kept reply"
+    );
+    assert_eq!(
+        shopper.next_of("message:new").await["data"]["text"],
+        "kept reply"
+    );
+    let list = app.get_as(&messages, &i.owner).await;
+    let texts: Vec<&str> = list.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert!(!texts.contains(&"doomed reply"), "{texts:?}");
+}
+
+#[tokio::test]
+async fn a_reader_too_slow_for_its_queue_gets_resync_instead_of_a_growing_backlog() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let v = app.visitor(&i.key, json!({})).await;
+    app.visitor_says(&v, "hi").await.expect(201);
+    // A client that stops reading, with a tiny receive buffer so the kernel holds little.
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    let stream = sock.connect(app.addr).await.unwrap();
+    let mut req = format!(
+        "ws://{}/v1/ws/conversations?store_id={}",
+        app.addr, i.store_id
+    )
+    .into_client_request()
+    .unwrap();
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", i.owner).parse().unwrap(),
+    );
+    let (mut slow, _) = tokio_tungstenite::client_async(req, stream).await.unwrap();
+
+    // 800 replies of 4,000 characters: far more than the socket's queue (256 frames) and
+    // the kernel's buffers hold.
+    let messages = format!("{}/conversations/{}/messages", i.p, v.conversation_id);
+    let text = "x".repeat(4000);
+    let sends = (0..8).map(|_| {
+        let (app, messages, owner, text) = (&app, &messages, &i.owner, &text);
+        async move {
+            for _ in 0..100 {
+                app.call(post(), messages, owner, Some(json!({"text": text})))
+                    .await
+                    .expect(201);
+            }
+        }
+    });
+    futures::future::join_all(sends).await;
+
+    // Reading again: a resync comes, and far fewer than the 800 messages (the backlog was
+    // dropped, not kept).
+    let (mut resync, mut delivered) = (false, 0);
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        futures::StreamExt::next(&mut slow),
+    )
+    .await
+    {
+        let tokio_tungstenite::tungstenite::Message::Text(t) = frame else {
+            continue;
+        };
+        let f: serde_json::Value = serde_json::from_str(&t).unwrap();
+        match f["type"].as_str() {
+            Some("resync") => resync = true,
+            Some("message:new") => delivered += 1,
+            _ => {}
+        }
+    }
+    assert!(resync, "the slow reader was told to resync");
+    assert!(
+        delivered < 800,
+        "{delivered} of 800 delivered: the backlog was kept"
+    );
+}
+
+#[tokio::test]
+async fn a_deactivated_users_socket_is_closed() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let (staff, staff_id) = app.member("staff@example.com").await;
+    app.add_to_store(&i.store_id, &staff_id, "staff").await;
+    let auth = format!("Bearer {staff}");
+    let mut ws = app
+        .ws(
+            &format!("/v1/ws/conversations?store_id={}", i.store_id),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("staff socket opens");
+    assert_eq!(ws.next().await.unwrap()["type"], "hello");
+    // The operator's CLI is another process writing the same database file.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_merchant-admin"))
+        .args(["users", "deactivate", "staff@example.com", "--data-dir"])
+        .arg(app.data_dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ws.until_closed().await;
 }
