@@ -364,17 +364,42 @@ impl Db {
         f(&conn)
     }
 
+    /// [`Db::write`], then `publish` given what the write set aside for it, on the writer
+    /// right after the commit and before the next write can commit: what is published
+    /// follows commit order (a later write's events never overtake an earlier one's), and
+    /// nothing is published for a write that rolled back. `publish` must not block.
+    pub async fn write_publish<T, P, F, A>(&self, f: F, publish: A) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>) -> Result<(T, P), AppError> + Send + 'static,
+        A: FnOnce(P) + Send + 'static,
+    {
+        let db = self.clone();
+        self.write_thread
+            .run(move || db.write_blocking_then(f, publish))
+            .await?
+    }
+
     /// The synchronous form of [`Db::write`], for code already on a blocking thread.
     pub fn write_blocking<T>(
         &self,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, AppError>,
     ) -> Result<T, AppError> {
+        self.write_blocking_then(|tx| f(tx).map(|out| (out, ())), |()| {})
+    }
+
+    fn write_blocking_then<T, P>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<(T, P), AppError>,
+        publish: impl FnOnce(P),
+    ) -> Result<T, AppError> {
         let mut conn = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         self.job_inserted.store(false, Ordering::Relaxed);
         self.credentials_touched.store(false, Ordering::Relaxed);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?; // dropping `tx` on Err (or unwind) rolls back
+        let (out, published) = f(&tx)?; // dropping `tx` on Err (or unwind) rolls back
         tx.commit()?;
+        publish(published);
         // After the commit, so a reader that saw the old number read the old rows.
         if self.credentials_touched.swap(false, Ordering::Relaxed) {
             self.credentials_epoch.fetch_add(1, Ordering::SeqCst);

@@ -157,35 +157,40 @@ pub async fn update_conversation(
         snoozed_until,
     };
     let (store_id, id, actor) = (scope.store_id, ids.1, Actor::of(&scope));
+    let hub = st.hub.clone();
     let out = st
         .db
-        .write(move |tx| {
-            if let Some(Some(user)) = change.assignee
-                && crate::auth::store::store_role(tx, store_id, user)?.is_none()
-            {
-                return Err(AppError::field(
-                    "assignee_user_id",
-                    "is not a member of this store",
-                ));
-            }
-            if !store::update_conversation(tx, store_id, id, &change, now)? {
-                return Err(not_found());
-            }
-            if let Some(until) = &change.snoozed_until {
-                super::snooze::schedule(tx, store_id, id, until, now)?;
-            }
-            audit::record(
-                tx,
-                &actor,
-                "conversation.updated",
-                "conversation",
-                &id.to_string(),
-                now,
-            )?;
-            store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)
-        })
+        .write_publish(
+            move |tx| {
+                if let Some(Some(user)) = change.assignee
+                    && crate::auth::store::store_role(tx, store_id, user)?.is_none()
+                {
+                    return Err(AppError::field(
+                        "assignee_user_id",
+                        "is not a member of this store",
+                    ));
+                }
+                if !store::update_conversation(tx, store_id, id, &change, now)? {
+                    return Err(not_found());
+                }
+                if let Some(until) = &change.snoozed_until {
+                    super::snooze::schedule(tx, store_id, id, until, now)?;
+                }
+                audit::record(
+                    tx,
+                    &actor,
+                    "conversation.updated",
+                    "conversation",
+                    &id.to_string(),
+                    now,
+                )?;
+                let out = store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
+                let frames = events::conversation_updated(&out);
+                Ok((out, frames))
+            },
+            move |frames| hub.publish(&frames),
+        )
         .await?;
-    st.hub.publish(&events::conversation_updated(&out));
     Ok(Json(out))
 }
 
@@ -324,48 +329,52 @@ pub async fn send_message(
 ) -> Result<(StatusCode, Json<Sent>), AppError> {
     scope.require(Permission::ConversationsWrite)?;
     let (store_id, id, user) = (scope.store_id, ids.1, scope.principal.user_id);
-    let (clock, cfg) = (st.clock.clone(), st.cfg.clone());
+    let (clock, cfg, hub) = (st.clock.clone(), st.cfg.clone(), st.hub.clone());
+    let link = st.public_url().to_owned();
     let sent = st
         .db
-        .write(move |tx| {
-            // Read on the writer: message times follow commit order (`created_after`).
-            let now = clock.now();
-            let conversation = store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
-            outbound::check_reply(&conversation, now, &cfg)?;
-            let mid = MessageId::new();
-            store::insert_message(
-                tx,
-                &NewMessage {
-                    id: mid,
-                    conversation: id,
-                    store: store_id,
-                    sender: Sender::Agent,
-                    agent: Some(user),
-                    text: &text,
-                    external_id: None,
-                    delivery_status: DeliveryStatus::Sent,
-                },
-                now,
-            )?;
-            store::insert_attachments(tx, mid, &files)?;
-            outbound::enqueue_reply(tx, &conversation, mid, now)?;
-            // Tests fail a reply here, written but not committed: nothing may be published.
-            #[cfg(feature = "failpoints")]
-            if (|| {
-                fail::fail_point!("inbox::reply_before_commit", |arg| arg.as_deref()
-                    == Some(text.as_str()));
-                false
-            })() {
-                return Err(AppError::internal(anyhow::anyhow!(
-                    "stopped before commit (fail point)"
-                )));
-            }
-            sent(tx, store_id, id, mid)
-        })
-        .await?
-        .linked(st.public_url());
-    st.hub
-        .publish(&events::sent(None, &sent.message, &sent.conversation));
+        .write_publish(
+            move |tx| {
+                // Read on the writer: message times follow commit order (`created_after`).
+                let now = clock.now();
+                let conversation =
+                    store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
+                outbound::check_reply(&conversation, now, &cfg)?;
+                let mid = MessageId::new();
+                store::insert_message(
+                    tx,
+                    &NewMessage {
+                        id: mid,
+                        conversation: id,
+                        store: store_id,
+                        sender: Sender::Agent,
+                        agent: Some(user),
+                        text: &text,
+                        external_id: None,
+                        delivery_status: DeliveryStatus::Sent,
+                    },
+                    now,
+                )?;
+                store::insert_attachments(tx, mid, &files)?;
+                outbound::enqueue_reply(tx, &conversation, mid, now)?;
+                // Tests fail a reply here, written but not committed: nothing may be published.
+                #[cfg(feature = "failpoints")]
+                if (|| {
+                    fail::fail_point!("inbox::reply_before_commit", |arg| arg.as_deref()
+                        == Some(text.as_str()));
+                    false
+                })() {
+                    return Err(AppError::internal(anyhow::anyhow!(
+                        "stopped before commit (fail point)"
+                    )));
+                }
+                let sent = sent(tx, store_id, id, mid)?.linked(&link);
+                let frames = events::sent(None, &sent.message, &sent.conversation);
+                Ok((sent, frames))
+            },
+            move |frames| hub.publish(&frames),
+        )
+        .await?;
     Ok((StatusCode::CREATED, Json(sent)))
 }
 

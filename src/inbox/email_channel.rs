@@ -143,24 +143,31 @@ pub async fn receive_email(
         .await?;
     let Json(input) = Json::<InboundEmail>::from_request(req, &st).await?;
     let mail = check(&input)?;
-    let clock = st.clock.clone();
+    let (clock, hub, link) = (st.clock.clone(), st.hub.clone(), st.public_url().to_owned());
     let stored = st
         .db
-        .write(move |tx| file_mail(tx, id, &mail, clock.now()))
+        .write_publish(
+            move |tx| {
+                let stored = file_mail(tx, id, &mail, clock.now())?;
+                let frames = match &stored {
+                    Stored::Duplicate(_) => Vec::new(),
+                    Stored::New(sent, first) => {
+                        let m = sent.message.clone().linked(&link);
+                        events::sent(first.as_deref(), &m, &sent.conversation)
+                    }
+                };
+                Ok((stored, frames))
+            },
+            move |frames| hub.publish(&frames),
+        )
         .await?;
     match stored {
         Stored::Duplicate(out) => {
             tracing::info!(channel_id = %id, message_id = %out.message_id, "repeated e-mail ignored");
             Ok((StatusCode::OK, Json(out)).into_response())
         }
-        Stored::New(sent, first) => {
-            let sent = sent.linked(st.public_url());
+        Stored::New(sent, _) => {
             tracing::info!(channel_id = %id, message_id = %sent.message.id, "e-mail received");
-            st.hub.publish(&events::sent(
-                first.as_deref(),
-                &sent.message,
-                &sent.conversation,
-            ));
             let out = EmailReceived {
                 conversation_id: sent.conversation.id,
                 message_id: sent.message.id,

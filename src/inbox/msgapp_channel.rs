@@ -320,16 +320,17 @@ pub async fn receive_webhook(
         return Ok(StatusCode::OK);
     }
     let payload: MsgappWebhook = parse_json(&body)?;
-    let (clock, origin) = (st.clock.clone(), st.public_url().to_owned());
-    let frames = st
-        .db
-        .write(move |tx| {
-            // Read on the writer: message times follow commit order (`created_after`).
-            let now = clock.now();
-            ingest(tx, id, &payload, now, &origin)
-        })
+    let (clock, origin, hub) = (st.clock.clone(), st.public_url().to_owned(), st.hub.clone());
+    st.db
+        .write_publish(
+            move |tx| {
+                // Read on the writer: message times follow commit order (`created_after`).
+                let now = clock.now();
+                Ok(((), ingest(tx, id, &payload, now, &origin)?))
+            },
+            move |frames| hub.publish(&frames),
+        )
         .await?;
-    st.hub.publish(&frames);
     Ok(StatusCode::OK)
 }
 

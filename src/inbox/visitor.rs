@@ -227,43 +227,43 @@ pub async fn send_message(
 ) -> Result<(StatusCode, Json<VisitorSent>), AppError> {
     let text = message_text(&input.text)?;
     let (origin, token, clock) = (origin(&headers), visitor_token(&headers), st.clock.clone());
-    let (sent, first) = st
+    let (hub, link) = (st.hub.clone(), st.public_url().to_owned());
+    let sent = st
         .db
-        .write(move |tx| {
-            // Read on the writer: message times follow commit order (`created_after`).
-            let now = clock.now();
-            let ch = chat_channel(tx, &key, origin.as_deref())?;
-            visitor_conversation(tx, &ch, id, token.as_deref())?;
-            let mid = MessageId::new();
-            store::insert_message(
-                tx,
-                &NewMessage {
-                    id: mid,
-                    conversation: id,
-                    store: ch.store_id,
-                    sender: Sender::Visitor,
-                    agent: None,
-                    text: &text,
-                    external_id: None,
-                    delivery_status: DeliveryStatus::Sent,
-                },
-                now,
-            )?;
-            // The first message announces the conversation to the team.
-            let first = if store::message_count(tx, id)? == 1 {
-                store::get_row(tx, ch.store_id, id)?
-            } else {
-                None
-            };
-            Ok((sent(tx, ch.store_id, id, mid)?, first))
-        })
+        .write_publish(
+            move |tx| {
+                // Read on the writer: message times follow commit order (`created_after`).
+                let now = clock.now();
+                let ch = chat_channel(tx, &key, origin.as_deref())?;
+                visitor_conversation(tx, &ch, id, token.as_deref())?;
+                let mid = MessageId::new();
+                store::insert_message(
+                    tx,
+                    &NewMessage {
+                        id: mid,
+                        conversation: id,
+                        store: ch.store_id,
+                        sender: Sender::Visitor,
+                        agent: None,
+                        text: &text,
+                        external_id: None,
+                        delivery_status: DeliveryStatus::Sent,
+                    },
+                    now,
+                )?;
+                // The first message announces the conversation to the team.
+                let first = if store::message_count(tx, id)? == 1 {
+                    store::get_row(tx, ch.store_id, id)?
+                } else {
+                    None
+                };
+                let sent = sent(tx, ch.store_id, id, mid)?.linked(&link);
+                let frames = events::sent(first.as_ref(), &sent.message, &sent.conversation);
+                Ok((sent, frames))
+            },
+            move |frames| hub.publish(&frames),
+        )
         .await?;
-    let sent = sent.linked(st.public_url());
-    st.hub.publish(&events::sent(
-        first.as_ref(),
-        &sent.message,
-        &sent.conversation,
-    ));
     // The shopper sees what the widget socket shows of a conversation, nothing internal.
     Ok((
         StatusCode::CREATED,
