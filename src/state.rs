@@ -127,6 +127,9 @@ fn job_registry() -> crate::jobs::Registry {
     r.purge("sign-in leftovers", |tx, now, cfg| {
         crate::auth::store::purge(tx, now, cfg.sign_in_window)
     });
+    r.purge("empty chat conversations", |tx, now, _| {
+        crate::inbox::store::purge_empty_conversations(tx, now)
+    });
     r.purge("socket tickets", |tx, now, _| {
         crate::inbox::store::purge_tickets(tx, now)
     });

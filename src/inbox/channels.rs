@@ -84,6 +84,14 @@ fn split_settings(
         if name == "address" && !crate::text::looks_like_email(&v) {
             return Err(AppError::field(field, "is not an e-mail address"));
         }
+        // It becomes a path segment of the provider's send URL: digits only, as the
+        // provider's ids are, so it cannot name another endpoint.
+        if name == "phone_number_id" && (v.len() > 32 || !v.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(AppError::field(
+                field,
+                "is the provider's numeric id of the number",
+            ));
+        }
         if public_keys.contains(&name) {
             public.insert(name.to_owned(), Value::String(v));
         } else if secret_keys.contains(&name) {

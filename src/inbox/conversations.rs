@@ -1,15 +1,15 @@
 //! Conversation handlers for the team (spec 4.8): the inbox list and counts, one
 //! conversation, its messages, replies, notes, read marks and changes.
 
-use axum::extract::State;
+use axum::extract::{FromRequest, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 
 use super::attachments::MessageBody;
 use super::model::{
-    ConversationCounts, ConversationDetail, ConversationFilter, ConversationOut, ConversationPatch,
-    ConversationSort, ConversationStatus, DeliveryStatus, InboxRow, MessageFilter, MessageIn,
-    MessageOut, NoteIn, NoteOut, Sender, Sent, TypingIn,
+    ChannelKind, ConversationCounts, ConversationDetail, ConversationFilter, ConversationOut,
+    ConversationPatch, ConversationSort, ConversationStatus, DeliveryStatus, InboxRow,
+    MessageFilter, MessageIn, MessageOut, NoteIn, NoteOut, Sender, Sent, TypingIn,
 };
 use super::store::{self, ConversationChange, InboxQuery, MessageRange, NewMessage};
 use super::{events, outbound};
@@ -325,9 +325,11 @@ pub async fn send_message(
     State(st): State<AppState>,
     scope: StoreScope,
     Path(ids): Path<(StoreId, ConversationId)>,
-    MessageBody { text, files }: MessageBody,
+    req: axum::extract::Request,
 ) -> Result<(StatusCode, Json<Sent>), AppError> {
+    // Before the body is read: a caller who may not send does not get to upload 64 MiB.
     scope.require(Permission::ConversationsWrite)?;
+    let MessageBody { text, files } = MessageBody::from_request(req, &st).await?;
     let (store_id, id, user) = (scope.store_id, ids.1, scope.principal.user_id);
     let (clock, cfg, hub) = (st.clock.clone(), st.cfg.clone(), st.hub.clone());
     let link = st.public_url().to_owned();
@@ -340,6 +342,13 @@ pub async fn send_message(
                 let conversation =
                     store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
                 outbound::check_reply(&conversation, now, &cfg)?;
+                // The messaging app and e-mail send text only, so far: files would be dropped.
+                if !files.is_empty() && conversation.channel_kind != ChannelKind::StorefrontChat {
+                    return Err(AppError::field(
+                        "files",
+                        "files can be sent on chat conversations only",
+                    ));
+                }
                 let mid = MessageId::new();
                 store::insert_message(
                     tx,

@@ -461,10 +461,24 @@ fn one_line(v: &str) -> String {
         .to_owned()
 }
 
+/// How much of an HTML body is read for its text: far more than a message keeps.
+const MAX_HTML_SCAN: usize = 256 * 1024;
+
 /// The readable text of an HTML body, for a mail sent without a text part: tags dropped
 /// (scripts and styles with their content), block ends as line breaks, common entities
 /// decoded. Not a renderer; enough to read the mail in the inbox.
 fn html_to_text(html: &str) -> String {
+    // Only the start can show in a message (4,096 characters): reading further is work an
+    // outside sender could make us do for nothing.
+    let mut cut = html.len().min(MAX_HTML_SCAN);
+    while !html.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let html = &html[..cut];
+    // Lowercased once (ASCII only, so offsets agree) to find end tags without copying the
+    // rest of the body again at every <script>: that made the time grow with the square of
+    // the size.
+    let lower = html.to_ascii_lowercase();
     let mut out = String::new();
     let mut rest = html;
     while let Some(open) = rest.find('<') {
@@ -485,8 +499,8 @@ fn html_to_text(html: &str) -> String {
         if !tag.starts_with('/') && matches!(name.as_str(), "script" | "style" | "head") {
             // Skip to the matching end tag; a missing one drops the rest.
             let end = format!("</{name}");
-            rest = rest
-                .to_ascii_lowercase()
+            let at = html.len() - rest.len();
+            rest = lower[at..]
                 .find(&end)
                 .and_then(|i| rest.get(i..))
                 .map_or("", |r| r.find('>').map_or("", |j| &r[j + 1..]));
@@ -595,5 +609,18 @@ mod tests {
             "Hello Ana,\n\nOrder #12 & <more>\nBye\nShop"
         );
         assert_eq!(html_to_text("a &bogus; b < c"), "a &bogus; b < c");
+    }
+
+    #[test]
+    fn a_huge_html_body_with_many_scripts_is_read_once_and_only_its_start() {
+        let html = "<script>x</script>é".repeat(2_000_000);
+        let text = html_to_text(&html);
+        // The cut may end inside a tag, whose start then reads as text.
+        let whole = text.trim_end_matches(|c| c != 'é');
+        assert!(
+            whole.len() > 1000 && whole.chars().all(|c| c == 'é'),
+            "scripts dropped"
+        );
+        assert!(text.len() <= super::MAX_HTML_SCAN, "only the start is read");
     }
 }

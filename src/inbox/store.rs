@@ -1058,3 +1058,20 @@ pub fn purge_tickets(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, 
         [time::format(now)],
     )?)
 }
+
+/// How long a chat conversation may stay without a message before it is deleted: a widget
+/// opened and left, or an anonymous caller filling the table.
+pub const EMPTY_CONVERSATION_TTL: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+/// Deletes chat conversations nobody wrote in for [`EMPTY_CONVERSATION_TTL`].
+pub fn purge_empty_conversations(
+    tx: &Transaction<'_>,
+    now: DateTime<Utc>,
+) -> Result<usize, AppError> {
+    Ok(crate::db::exec(
+        tx,
+        "DELETE FROM conversations
+         WHERE last_message_at IS NULL AND channel_kind = 'storefront_chat' AND created_at < ?1",
+        [time::format(now - EMPTY_CONVERSATION_TTL)],
+    )?)
+}

@@ -639,3 +639,23 @@ async fn without_an_smtp_url_an_email_reply_is_refused_and_nothing_is_stored() {
         0
     );
 }
+
+#[tokio::test]
+async fn a_reply_with_files_is_refused_on_e_mail_which_sends_text_only() {
+    let i = inbox().await;
+    let conversation = i.deliver(&mail("m1@example.com")).await.body["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = i
+        .app
+        .send_files(
+            &i.owner,
+            &format!("{}/conversations/{conversation}/messages", i.p),
+            Some("The invoice"),
+            &[("invoice.pdf", "application/pdf", b"%PDF".to_vec())],
+        )
+        .await;
+    r.expect_error(422, "validation_failed");
+    assert_eq!(i.stored().await, (1, 1), "nothing stored");
+}

@@ -619,3 +619,46 @@ async fn a_snoozed_conversation_opens_again_at_its_time_and_a_later_snooze_wins(
         (json!(0), json!(1))
     );
 }
+
+#[tokio::test]
+async fn a_chat_conversation_nobody_wrote_in_is_deleted_a_day_later() {
+    let app = crate::support::spawn_app_with(|c| c.workers = 0).await;
+    let (owner, p) = store(&app).await;
+    let key = app.chat_channel(&owner, &p, json!([])).await;
+    let empty = app.visitor(&key, json!({})).await;
+    let spoken = app.visitor(&key, json!({})).await;
+    app.visitor_says(&spoken, "hi").await.expect(201);
+    let read = |v: &crate::support::Visitor| {
+        app.send(
+            app.client
+                .get(app.url(&format!("{}/messages", v.path)))
+                .header("x-visitor-token", &v.token),
+        )
+    };
+    app.clock.advance(chrono::Duration::hours(23));
+    app.run_cleanup().await;
+    read(&empty).await.expect(200);
+    app.clock.advance(chrono::Duration::hours(2));
+    app.run_cleanup().await;
+    read(&empty).await.expect_error(404, "not_found");
+    read(&spoken).await.expect(200);
+}
+
+#[tokio::test]
+async fn a_messaging_app_number_id_is_digits_only() {
+    let app = spawn_app().await;
+    let (owner, p) = store(&app).await;
+    for bad in ["123/other_edge?x=y#", "../1", "12 3", ""] {
+        app.call(
+            post(),
+            &format!("{p}/channels"),
+            &owner,
+            Some(json!({"kind": "msgapp", "name": "M",
+                        "settings": {"phone_number_id": bad, "app_secret": "a", "verify_token": "v"}})),
+        )
+        .await
+        .expect_error(422, "validation_failed");
+    }
+    let list = app.get_as(&format!("{p}/channels"), &owner).await;
+    assert_eq!(list.body["data"].as_array().unwrap().len(), 0);
+}

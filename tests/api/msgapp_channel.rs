@@ -14,7 +14,7 @@ use crate::support::{Reply, TestApp, Ws, patch, post, spawn_app};
 const APP_SECRET: &str = "app-secret-1";
 const VERIFY_TOKEN: &str = "verify-me-1";
 /// The channel's own number at the provider (the config's sign-in number is `PNID`).
-const NUMBER_ID: &str = "PNID-STORE";
+const NUMBER_ID: &str = "106540352242922";
 /// The contact, as the provider names them (`wa_id`) and as the inbox shows them.
 const WA_ID: &str = "5511987654321";
 const PHONE: &str = "+5511987654321";
