@@ -2,10 +2,10 @@
 //! This module imports no domain module.
 //!
 //! Per-route layers, outermost first: `trace` (trace id, client address, the log line) →
-//! request deadline (408 for a body still arriving when it passes) → `cors` (the widget's
-//! paths only) → `authenticate` (bearer
-//! token to principal) → `rate_limit` → header-size guard → body read timeout →
-//! `idempotency` → catch-panic → handler. `versioning` wraps the whole router, because it
+//! request deadline (408 for a body still arriving when it passes) → `authenticate` (bearer
+//! token to principal) → `rate_limit` → `cors` (the widget's paths only; preflights and
+//! their lookup count against the caller's budget) → header-size guard → body read timeout
+//! → `idempotency` → catch-panic → handler. `versioning` wraps the whole router, because it
 //! rewrites paths before routing.
 
 pub mod auth;
@@ -45,9 +45,9 @@ pub fn apply_layers(router: Router<AppState>, st: &AppState) -> Router<AppState>
         .layer(from_fn_with_state(st.clone(), idempotency::idempotency))
         .layer(RequestBodyTimeoutLayer::new(st.cfg.body_timeout))
         .layer(from_fn(trace::limit_headers))
+        .layer(from_fn_with_state(cors::Cors::new(st), cors::cors))
         .layer(from_fn_with_state(st.clone(), rate_limit::rate_limit))
         .layer(from_fn_with_state(st.clone(), auth::authenticate))
-        .layer(from_fn_with_state(cors::Cors::new(st), cors::cors))
         .layer(from_fn(server::request_deadline))
         .layer(from_fn_with_state(st.clone(), trace::trace))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

@@ -554,3 +554,24 @@ async fn the_widget_pasted_on_the_shops_own_site_talks_to_the_api_across_origins
     let list = app.get_as(&format!("{p}/conversations"), &owner).await;
     assert_eq!(list.body["data"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn widget_preflights_count_against_the_anonymous_budget() {
+    let app = crate::support::spawn_app_with(|c| c.rate_limit_anonymous = 3).await;
+    let (owner, _) = app.member("owner@example.com").await;
+    let store_id = app.open_store(&owner, "Org").await;
+    let key = app
+        .chat_channel(&owner, &format!("/v1/stores/{store_id}"), json!([]))
+        .await;
+    let path = format!("/v1/widget/{key}/conversations");
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(
+            preflight(&app, &path, "https://a.example")
+                .await
+                .status
+                .as_u16(),
+        );
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+}
