@@ -59,7 +59,9 @@ pub fn thread_of(
         .collect::<Vec<_>>()
         .join(", ");
     let sql = format!(
-        "SELECT c.id FROM conversations c JOIN messages m ON m.conversation_id = c.id
+        // CROSS JOIN: messages first, found by their ids, not every conversation of the
+        // channel walked.
+        "SELECT c.id FROM messages m CROSS JOIN conversations c ON c.id = m.conversation_id
          WHERE c.channel_id = ?1 AND c.contact_email = ?2 AND m.external_id IN ({marks})
          ORDER BY m.seq DESC LIMIT 1"
     );
