@@ -114,6 +114,33 @@ fn split_settings(
     Ok((public, secrets))
 }
 
+/// A messaging-app number serves one channel, and never the one the server sends sign-in
+/// codes from: replies go out with the server's provider token, so a store may not claim a
+/// number another store (or the operator) uses.
+fn number_free(
+    tx: &rusqlite::Transaction<'_>,
+    cfg: &crate::config::Config,
+    public: &Settings,
+    id: ChannelId,
+) -> Result<(), AppError> {
+    let Some(number) = public.get("phone_number_id").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let sign_in = match &cfg.msgapp {
+        crate::config::MsgappConfig::Cloud {
+            phone_number_id, ..
+        } => phone_number_id == number,
+        crate::config::MsgappConfig::Log => false,
+    };
+    if sign_in || store::number_taken(tx, number, id)? {
+        return Err(AppError::field(
+            "settings.phone_number_id",
+            "is already used by another channel or by this server's sign-in codes",
+        ));
+    }
+    Ok(())
+}
+
 fn seal(b: &SecretBox, id: ChannelId, secrets: &Map<String, Value>) -> Option<Vec<u8>> {
     (!secrets.is_empty())
         .then(|| b.seal(&Value::Object(secrets.clone()).to_string(), &id.to_string()))
@@ -170,9 +197,11 @@ pub async fn create_channel(
     let sealed = seal(&st.secret_box, id, &secrets);
     let key = chat.then(|| crate::secrets::new_token("chk_"));
     let (store_id, actor, now) = (scope.store_id, Actor::of(&scope), st.clock.now());
+    let cfg = st.cfg.clone();
     let out = st
         .db
         .write(move |tx| {
+            number_free(tx, &cfg, &public, id)?;
             store::insert_channel(
                 tx,
                 &NewChannel {
@@ -263,7 +292,7 @@ pub async fn update_channel(
         .transpose()?;
     let allowed = input.allowed_origins.as_deref().map(origins).transpose()?;
     let (store_id, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
-    let sb = st.secret_box.clone();
+    let (sb, cfg) = (st.secret_box.clone(), st.cfg.clone());
     let out = st
         .db
         .write(move |tx| {
@@ -284,6 +313,7 @@ pub async fn update_channel(
                 let sealed = store::channel_secrets(tx, store_id, id)?;
                 let old = open_secrets(&sb, id, sealed.as_deref())?;
                 let (public, secrets) = split_settings(current.kind, s, &current.settings, old)?;
+                number_free(tx, &cfg, &public, id)?;
                 change.settings = Some(public);
                 change.secrets = seal(&sb, id, &secrets);
             }

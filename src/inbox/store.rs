@@ -1075,3 +1075,13 @@ pub fn purge_empty_conversations(
         [time::format(now - EMPTY_CONVERSATION_TTL)],
     )?)
 }
+
+/// Whether a messaging-app channel other than `except` uses `number` (its phone number id).
+pub fn number_taken(c: &Connection, number: &str, except: ChannelId) -> Result<bool, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM channels
+           WHERE kind = 'msgapp' AND id <> ?2
+             AND json_extract(settings, '$.phone_number_id') = ?1)",
+    )?
+    .query_row(params![number, except], |r| r.get(0))?)
+}

@@ -98,7 +98,7 @@ async fn the_cloud_provider_sends_a_template_message() {
     .await
     .expect(200);
     let (phone_id, auth, body) = fake.received.lock().unwrap().last().cloned().unwrap();
-    assert_eq!(phone_id, "PNID");
+    assert_eq!(phone_id, "100000000001");
     assert_eq!(auth, "Bearer cloud-token");
     assert_eq!(body["to"], PHONE);
     assert_eq!(body["type"], "template");

@@ -13,7 +13,7 @@ use crate::support::{Reply, TestApp, Ws, patch, post, spawn_app};
 
 const APP_SECRET: &str = "app-secret-1";
 const VERIFY_TOKEN: &str = "verify-me-1";
-/// The channel's own number at the provider (the config's sign-in number is `PNID`).
+/// The channel's own number at the provider (the config's sign-in number is `100000000001`).
 const NUMBER_ID: &str = "106540352242922";
 /// The contact, as the provider names them (`wa_id`) and as the inbox shows them.
 const WA_ID: &str = "5511987654321";
@@ -31,6 +31,12 @@ struct Chan {
 }
 
 async fn channel(app: &TestApp, email: &str, secret: &str) -> Chan {
+    // A number serves one channel: another store's channel has its own.
+    let number = if email == "owner@example.com" {
+        NUMBER_ID
+    } else {
+        "106540352242999"
+    };
     let (owner, _) = app.member(email).await;
     let store_id = app.open_store(&owner, email).await;
     let p = format!("/v1/stores/{store_id}");
@@ -40,7 +46,7 @@ async fn channel(app: &TestApp, email: &str, secret: &str) -> Chan {
             &format!("{p}/channels"),
             &owner,
             Some(json!({"kind": "msgapp", "name": "Messaging app",
-                        "settings": {"phone_number_id": NUMBER_ID, "app_secret": secret,
+                        "settings": {"phone_number_id": number, "app_secret": secret,
                                      "verify_token": VERIFY_TOKEN}})),
         )
         .await;
@@ -764,4 +770,38 @@ async fn with_the_log_provider_replies_are_recorded_locally() {
         "{}",
         stored[1]
     );
+}
+
+#[tokio::test]
+async fn a_number_serves_one_channel_and_never_the_servers_sign_in_number() {
+    let (app, _fake) = cloud_app().await;
+    let c = channel(&app, "owner@example.com", APP_SECRET).await;
+    let (thief, _) = app.member("thief@example.com").await;
+    let store = app.open_store(&thief, "Thief").await;
+    let sign_in = match &app.state.cfg.msgapp {
+        merchant_admin::config::MsgappConfig::Cloud {
+            phone_number_id, ..
+        } => phone_number_id.clone(),
+        merchant_admin::config::MsgappConfig::Log => unreachable!("a cloud server"),
+    };
+    for number in [NUMBER_ID.to_owned(), sign_in] {
+        app.call(
+            post(),
+            &format!("/v1/stores/{store}/channels"),
+            &thief,
+            Some(json!({"kind": "msgapp", "name": "Mine",
+                        "settings": {"phone_number_id": number, "app_secret": "a", "verify_token": "v"}})),
+        )
+        .await
+        .expect_error(422, "validation_failed");
+    }
+    // The channel that has it may say it again.
+    app.call(
+        patch(),
+        &format!("{}/channels/{}", c.p, c.channel_id),
+        &c.owner,
+        Some(json!({"settings": {"phone_number_id": NUMBER_ID}})),
+    )
+    .await
+    .expect(200);
 }

@@ -101,7 +101,7 @@ impl Fake {
 pub fn cloud_config(addr: SocketAddr) -> MsgappConfig {
     MsgappConfig::Cloud {
         api_base: format!("http://{addr}/v20.0/"),
-        phone_number_id: "PNID".into(),
+        phone_number_id: "100000000001".into(),
         token: "cloud-token".into(),
         otp_template: "login_code".into(),
         timeout: StdDuration::from_millis(500),
