@@ -139,16 +139,7 @@ pub async fn send_code(
                 Locale::PtBr => format!("Seu código de acesso: {code}"),
                 Locale::EnUs => format!("Your sign-in code: {code}"),
             };
-            db.write(move |tx| {
-                crate::db::exec(tx,
-                    "INSERT INTO outbound_messages (id, channel, recipient, template, body, created_at)
-                     VALUES (?1, 'msgapp', ?2, 'login_code', ?3, ?4)",
-                    params![uuid::Uuid::now_v7().to_string(), to, body, time::format(now)],
-                )?;
-                Ok(())
-            })
-            .await
-            .map_err(|e| SendError::Store(e.to_string()))
+            record(db, &to, "login_code", body, now).await
         }
         MsgappConfig::Cloud {
             api_base,
@@ -210,18 +201,9 @@ pub async fn send_text(
     let result = match cfg {
         MsgappConfig::Log => {
             let id = format!("log.{}", uuid::Uuid::now_v7());
-            let (to, body, external) = (msg.to.to_owned(), msg.body.to_owned(), id.clone());
-            db.write(move |tx| {
-                crate::db::exec(tx,
-                    "INSERT INTO outbound_messages (id, channel, recipient, template, body, created_at)
-                     VALUES (?1, 'msgapp', ?2, 'inbox_reply', ?3, ?4)",
-                    params![uuid::Uuid::now_v7().to_string(), to, body, time::format(now)],
-                )?;
-                Ok(())
-            })
-            .await
-            .map(|()| Some(external))
-            .map_err(|e| SendError::Store(e.to_string()))
+            record(db, msg.to, "inbox_reply", msg.body.to_owned(), now)
+                .await
+                .map(|()| Some(id))
         }
         MsgappConfig::Cloud {
             api_base,
@@ -330,6 +312,34 @@ fn post_json(
     } else {
         Err(SendError::Status(status))
     }
+}
+
+/// The `log` provider's send: the message kept in `outbound_messages` for `dev outbox`.
+async fn record(
+    db: &Db,
+    to: &str,
+    template: &'static str,
+    body: String,
+    now: DateTime<Utc>,
+) -> Result<(), SendError> {
+    let to = to.to_owned();
+    db.write(move |tx| {
+        crate::db::exec(
+            tx,
+            "INSERT INTO outbound_messages (id, channel, recipient, template, body, created_at)
+             VALUES (?1, 'msgapp', ?2, ?3, ?4, ?5)",
+            params![
+                uuid::Uuid::now_v7().to_string(),
+                to,
+                template,
+                body,
+                time::format(now)
+            ],
+        )?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| SendError::Store(e.to_string()))
 }
 
 #[cfg(test)]

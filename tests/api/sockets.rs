@@ -55,6 +55,23 @@ async fn agent(app: &TestApp, i: &Inbox) -> Ws {
     ws
 }
 
+/// A fresh ticket's socket path.
+async fn ticket_url(app: &TestApp, i: &Inbox) -> String {
+    let t = app
+        .call(
+            post(),
+            &format!("{}/conversations/ws-ticket", i.p),
+            &i.owner,
+            None,
+        )
+        .await;
+    t.expect(201);
+    format!(
+        "/v1/ws/conversations?ticket={}",
+        t.body["ticket"].as_str().unwrap()
+    )
+}
+
 async fn widget(app: &TestApp, i: &Inbox, v: &Visitor) -> Ws {
     let mut ws = app
         .ws(
@@ -478,19 +495,7 @@ async fn a_flood_of_client_frames_is_cut_to_the_sockets_budget() {
 async fn a_ticket_is_not_spent_on_a_request_that_cannot_upgrade_and_widget_params_are_checked() {
     let app = spawn_app().await;
     let i = inbox(&app).await;
-    let t = app
-        .call(
-            post(),
-            &format!("{}/conversations/ws-ticket", i.p),
-            &i.owner,
-            None,
-        )
-        .await;
-    t.expect(201);
-    let url = format!(
-        "/v1/ws/conversations?ticket={}",
-        t.body["ticket"].as_str().unwrap()
-    );
+    let url = ticket_url(&app, &i).await;
     app.send(app.client.get(app.url(&url)))
         .await
         .expect_error(400, "bad_request");
@@ -573,19 +578,7 @@ async fn a_store_token_socket_closes_when_the_token_is_revoked_or_expires() {
 async fn a_ticket_opens_one_socket_even_when_used_at_once() {
     let app = spawn_app().await;
     let i = inbox(&app).await;
-    let t = app
-        .call(
-            post(),
-            &format!("{}/conversations/ws-ticket", i.p),
-            &i.owner,
-            None,
-        )
-        .await;
-    t.expect(201);
-    let url = format!(
-        "/v1/ws/conversations?ticket={}",
-        t.body["ticket"].as_str().unwrap()
-    );
+    let url = ticket_url(&app, &i).await;
     let tries = futures::future::join_all((0..8).map(|_| app.ws(&url, &[]))).await;
     let opened = tries.iter().filter(|r| r.is_ok()).count();
     assert_eq!(opened, 1);
