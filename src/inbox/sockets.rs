@@ -14,7 +14,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::hub::{Audience, Frame, Listener};
+use super::hub::{Audience, Frame, Listener, SocketSlot};
 use super::model::WsTicket;
 use super::store;
 use super::visitor::{chat_channel, visitor_conversation, visitor_token};
@@ -31,6 +31,8 @@ type ErrorBody = crate::error::ErrorBody;
 const TICKET_SECS: i64 = 60;
 /// The largest frame a client may send.
 const MAX_CLIENT_FRAME: usize = 16 * 1024;
+/// How long a client refused for `--max-sockets` is asked to wait.
+const SOCKETS_FULL_RETRY_SECS: u64 = 5;
 
 /// A single-use ticket for `/ws/conversations`, valid 60 seconds: for clients that cannot
 /// set headers on a WebSocket (browsers).
@@ -125,6 +127,10 @@ pub async fn agent_socket(
     Query(q): Query<AgentQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
+    // The slot first: a full server must not burn a single-use ticket.
+    let Some(slot) = st.hub.reserve() else {
+        return full().into_response();
+    };
     let who = match agent_handshake(&st, principal, trace, q).await {
         Ok(who) => who,
         Err(e) => return e.into_response(),
@@ -133,7 +139,13 @@ pub async fn agent_socket(
         Ok(u) => u,
         Err(e) => return AppError::bad_request(e.body_text()).into_response(),
     };
-    sized(upgrade).on_upgrade(move |ws| agent_session(st, ws, who))
+    sized(upgrade).on_upgrade(move |ws| agent_session(st, ws, who, slot))
+}
+
+/// 503 `service_unavailable` with `Retry-After`: `--max-sockets` are open.
+fn full() -> AppError {
+    AppError::unavailable("too many sockets are open; retry later")
+        .with_details(json!({ "retry_after_seconds": SOCKETS_FULL_RETRY_SECS }))
 }
 
 /// Small buffers: thousands of idle sockets should cost little memory each.
@@ -216,20 +228,28 @@ struct ClientFrame {
     user_name: Option<String>,
 }
 
-async fn agent_session(st: AppState, ws: WebSocket, who: AgentWho) {
-    let (listener, online) = st.hub.join_agent(who.store, who.user, who.credential);
-    let id = listener.id;
-    st.hub.publish(&[presence(who.store, &online)]);
+async fn agent_session(st: AppState, ws: WebSocket, who: AgentWho, _slot: SocketSlot) {
+    let joined = st.hub.join_agent(who.store, who.user, who.credential);
+    let id = joined.listener.id;
     let hello = json!({"type": "hello", "store_id": who.store, "user_id": who.user}).to_string();
+    let mut greeting = vec![Utf8Bytes::from(hello)];
+    // The team hears of a user's first socket; a further one (another tab) is told alone.
+    let now = presence(who.store, &joined.online);
+    if joined.changed {
+        st.hub.publish(&[now]);
+    } else {
+        greeting.push(Utf8Bytes::from(&*now.text));
+    }
     let (store, user, can_write) = (who.store, who.user, who.can_write);
     let st2 = st.clone();
-    run(&st, ws, listener, hello, move |f| {
+    run(&st, ws, joined.listener, greeting, move |f| {
         let st = st2.clone();
         async move { agent_frame(&st, store, user, can_write, f).await }
     })
     .await;
-    let online = st.hub.leave_agent(store, id);
-    st.hub.publish(&[presence(store, &online)]);
+    if let Some(online) = st.hub.leave_agent(store, id) {
+        st.hub.publish(&[presence(store, &online)]);
+    }
 }
 
 fn presence(store: StoreId, online: &[UserId]) -> Frame {
@@ -337,6 +357,9 @@ pub async fn widget_socket(
     Query(q): Query<WidgetQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
+    let Some(slot) = st.hub.reserve() else {
+        return full().into_response();
+    };
     let origin = headers
         .get(axum::http::header::ORIGIN)
         .and_then(|v| v.to_str().ok())
@@ -362,22 +385,21 @@ pub async fn widget_socket(
         Ok(u) => u,
         Err(e) => return AppError::bad_request(e.body_text()).into_response(),
     };
-    sized(upgrade).on_upgrade(move |ws| widget_session(st, ws, store, channel, conv))
+    sized(upgrade).on_upgrade(move |ws| widget_session(st, ws, (store, channel, conv), slot))
 }
 
 async fn widget_session(
     st: AppState,
     ws: WebSocket,
-    store: StoreId,
-    channel: crate::ids::ChannelId,
-    conv: ConversationId,
+    (store, channel, conv): (StoreId, crate::ids::ChannelId, ConversationId),
+    _slot: SocketSlot,
 ) {
     let listener = st.hub.join_widget(store, channel, conv);
     let id = listener.id;
     st.hub.publish(&[visitor_online(store, conv, true)]);
     let hello = json!({"type": "hello", "store_id": store, "conversation_id": conv}).to_string();
     let st2 = st.clone();
-    run(&st, ws, listener, hello, move |f| {
+    run(&st, ws, listener, vec![hello.into()], move |f| {
         let st = st2.clone();
         async move {
             if f.kind == "typing"
@@ -405,17 +427,25 @@ fn visitor_online(store: StoreId, conv: ConversationId, online: bool) -> Frame {
     )
 }
 
-/// One socket's life: `hello`, then the hub's frames out and the client's frames in, with
-/// the heartbeat of spec 6.4. A lagging socket's backlog is dropped for one `resync`.
-async fn run<F, Fut>(st: &AppState, ws: WebSocket, mut l: Listener, hello: String, mut on_frame: F)
-where
+/// One socket's life: `greeting` (`hello` first), then the hub's frames out and the
+/// client's frames in, with the heartbeat of spec 6.4. A lagging socket's backlog is dropped
+/// for one `resync`.
+async fn run<F, Fut>(
+    st: &AppState,
+    ws: WebSocket,
+    mut l: Listener,
+    greeting: Vec<Utf8Bytes>,
+    mut on_frame: F,
+) where
     F: FnMut(ClientFrame) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let (ping_every, idle) = (st.cfg.ws_ping_interval, st.cfg.ws_idle_timeout);
     let (mut tx, mut rx) = ws.split();
-    if !send(&mut tx, Message::Text(Utf8Bytes::from(hello)), idle).await {
-        return;
+    for text in greeting {
+        if !send(&mut tx, Message::Text(text), idle).await {
+            return;
+        }
     }
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
     let mut last_heard = tokio::time::Instant::now();
