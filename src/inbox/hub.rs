@@ -1,6 +1,7 @@
 //! The in-process hub every inbox socket listens on (spec 6.2, 6.3). Writers publish after
 //! their transaction commits, so nothing is sent for a rolled-back write. A frame is
-//! serialized once and shared by every connection it goes to.
+//! serialized once and shared by every connection it goes to (a reference-counted buffer:
+//! queuing it copies nothing).
 //!
 //! Each connection has a bounded queue: when a reader is too slow to drain it, its backlog
 //! is dropped and it gets one `resync` instead, so memory never grows with a slow reader.
@@ -10,8 +11,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
@@ -24,13 +26,13 @@ pub const QUEUE: usize = 256;
 /// connection it goes to), the flag set when frames were dropped, and the signal to close.
 pub struct Listener {
     pub id: u64,
-    pub rx: mpsc::Receiver<Arc<str>>,
+    pub rx: mpsc::Receiver<Utf8Bytes>,
     pub lagged: Arc<AtomicBool>,
     pub kick: Arc<Notify>,
 }
 
 struct Conn {
-    tx: mpsc::Sender<Arc<str>>,
+    tx: mpsc::Sender<Utf8Bytes>,
     lagged: Arc<AtomicBool>,
     kick: Arc<Notify>,
 }
@@ -38,7 +40,7 @@ struct Conn {
 impl Conn {
     /// Queues a frame without waiting; a full queue marks the connection lagging (its
     /// writer then drops the backlog and sends `resync`).
-    fn offer(&self, text: &Arc<str>) {
+    fn offer(&self, text: &Utf8Bytes) {
         if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(text.clone()) {
             self.lagged.store(true, Ordering::Release);
         }
@@ -70,7 +72,8 @@ struct Room {
 }
 
 pub struct Hub {
-    rooms: Mutex<HashMap<StoreId, Room>>,
+    /// Read by every publish (from any worker at once), written as sockets open and close.
+    rooms: RwLock<HashMap<StoreId, Room>>,
     next: AtomicU64,
     /// One permit per open socket (`--max-sockets`).
     slots: Arc<Semaphore>,
@@ -114,7 +117,7 @@ pub struct Frame {
     pub store: StoreId,
     pub conversation: Option<ConversationId>,
     pub audience: Audience,
-    pub text: Arc<str>,
+    pub text: Utf8Bytes,
 }
 
 impl Frame {
@@ -150,7 +153,7 @@ impl Hub {
     /// A hub that lets `max_sockets` sockets be open at once.
     pub fn new(max_sockets: usize) -> Self {
         Self {
-            rooms: Mutex::default(),
+            rooms: RwLock::default(),
             next: AtomicU64::new(0),
             slots: Arc::new(Semaphore::new(max_sockets)),
         }
@@ -165,8 +168,12 @@ impl Hub {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn rooms(&self) -> std::sync::MutexGuard<'_, HashMap<StoreId, Room>> {
-        self.rooms.lock().unwrap_or_else(PoisonError::into_inner)
+    fn rooms(&self) -> RwLockReadGuard<'_, HashMap<StoreId, Room>> {
+        self.rooms.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn rooms_mut(&self) -> RwLockWriteGuard<'_, HashMap<StoreId, Room>> {
+        self.rooms.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn listener(&self) -> (Conn, Listener) {
@@ -189,7 +196,7 @@ impl Hub {
     /// Adds a team member's socket.
     pub fn join_agent(&self, store: StoreId, user: UserId, credential: String) -> Joined {
         let (conn, listener) = self.listener();
-        let mut rooms = self.rooms();
+        let mut rooms = self.rooms_mut();
         let room = rooms.entry(store).or_default();
         room.agents.insert(
             listener.id,
@@ -211,7 +218,7 @@ impl Hub {
     /// Removes a team member's socket; the store's online team as it now is when that
     /// changed (it was the user's last socket on the store).
     pub fn leave_agent(&self, store: StoreId, id: u64) -> Option<Vec<UserId>> {
-        let mut rooms = self.rooms();
+        let mut rooms = self.rooms_mut();
         let room = rooms.get_mut(&store)?;
         let agent = room.agents.remove(&id)?;
         let gone = match room.users.get_mut(&agent.user) {
@@ -236,7 +243,7 @@ impl Hub {
         conversation: ConversationId,
     ) -> Listener {
         let (conn, l) = self.listener();
-        self.rooms()
+        self.rooms_mut()
             .entry(store)
             .or_default()
             .widgets
@@ -248,7 +255,7 @@ impl Hub {
 
     /// Removes a shopper's socket; whether the conversation still has one open.
     pub fn leave_widget(&self, store: StoreId, conversation: ConversationId, id: u64) -> bool {
-        let mut rooms = self.rooms();
+        let mut rooms = self.rooms_mut();
         let Some(room) = rooms.get_mut(&store) else {
             return false;
         };

@@ -4,6 +4,7 @@
 //! without a frame from the client; a team socket outlives its access token but not its
 //! session, its user or its membership (re-checked whenever a credential table changes).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -29,8 +30,23 @@ type ErrorBody = crate::error::ErrorBody;
 
 /// How long a ticket stays valid (spec 8).
 const TICKET_SECS: i64 = 60;
-/// The largest frame a client may send.
+/// The largest frame a client may send (its frames are a few hundred bytes of JSON).
 const MAX_CLIENT_FRAME: usize = 16 * 1024;
+/// A socket's read buffer, allocated for its whole life.
+const READ_BUFFER: usize = 1024;
+/// Outgoing frames gathered before a write to the network; the buffer keeps its size once
+/// a burst has grown it, so this bounds what a busy socket keeps too.
+const WRITE_BUFFER: usize = 8 * 1024;
+/// What a socket may hold unsent: the batch plus one frame (the largest, a message of 4,096
+/// characters with its attachments, is far below it). Past it the socket is closed.
+const MAX_WRITE_BUFFER: usize = WRITE_BUFFER + 1024 * 1024;
+/// Queued frames sent with one flush (at most the whole queue).
+const BATCH: usize = super::hub::QUEUE;
+/// A socket writes to the network at most this often: a frame queued sooner after the last
+/// write waits out the rest of it, gathering what follows. A frame after a quiet spell goes
+/// at once. Each write costs the kernel about as much as a few kilobytes of data, so a busy
+/// store's fan-out is mostly writes: this bounds them at 100 a second per socket.
+const COALESCE: Duration = Duration::from_millis(10);
 /// How long a client refused for `--max-sockets` is asked to wait.
 const SOCKETS_FULL_RETRY_SECS: u64 = 5;
 
@@ -148,10 +164,15 @@ fn full() -> AppError {
         .with_details(json!({ "retry_after_seconds": SOCKETS_FULL_RETRY_SECS }))
 }
 
-/// Small buffers: thousands of idle sockets should cost little memory each.
+/// Small buffers: thousands of idle sockets should cost little memory each (axum's defaults,
+/// 128 KiB each way, cost about 130 KiB an idle socket: the read buffer is allocated and
+/// zeroed at the first read). A client sends tiny JSON frames, so its read buffer is 1 KiB
+/// (a larger frame grows it as needed). Outgoing frames are gathered up to
+/// [`WRITE_BUFFER`] and flushed per batch (see [`send_queued`]).
 fn sized(u: WebSocketUpgrade) -> WebSocketUpgrade {
-    u.read_buffer_size(4 * 1024)
-        .write_buffer_size(0)
+    u.read_buffer_size(READ_BUFFER)
+        .write_buffer_size(WRITE_BUFFER)
+        .max_write_buffer_size(MAX_WRITE_BUFFER)
         .max_message_size(MAX_CLIENT_FRAME)
         .max_frame_size(MAX_CLIENT_FRAME)
 }
@@ -238,7 +259,7 @@ async fn agent_session(st: AppState, ws: WebSocket, who: AgentWho, _slot: Socket
     if joined.changed {
         st.hub.publish(&[now]);
     } else {
-        greeting.push(Utf8Bytes::from(&*now.text));
+        greeting.push(now.text);
     }
     let (store, user, can_write) = (who.store, who.user, who.can_write);
     let st2 = st.clone();
@@ -331,8 +352,8 @@ pub fn typing_frames(
     frames
 }
 
-fn pong() -> std::sync::Arc<str> {
-    r#"{"type":"pong"}"#.into()
+fn pong() -> Utf8Bytes {
+    Utf8Bytes::from_static(r#"{"type":"pong"}"#)
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -449,6 +470,7 @@ async fn run<F, Fut>(
     }
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
     let mut last_heard = tokio::time::Instant::now();
+    let mut quiet_from = tokio::time::Instant::now();
     loop {
         tokio::select! {
             // A kicked socket sends nothing more.
@@ -459,15 +481,13 @@ async fn run<F, Fut>(
             }
             out = l.rx.recv() => {
                 let Some(text) = out else { break };
-                let msg = if l.lagged.swap(false, std::sync::atomic::Ordering::AcqRel) {
-                    while l.rx.try_recv().is_ok() {}
-                    Message::Text(Utf8Bytes::from_static(r#"{"type":"resync"}"#))
-                } else {
-                    Message::Text(Utf8Bytes::from(&*text))
-                };
-                if !send(&mut tx, msg, idle).await {
+                if quiet_from > tokio::time::Instant::now() {
+                    tokio::time::sleep_until(quiet_from).await;
+                }
+                if !send_queued(&mut tx, &mut l, text, idle).await {
                     break;
                 }
+                quiet_from = tokio::time::Instant::now() + COALESCE;
             }
             frame = rx.next() => {
                 last_heard = tokio::time::Instant::now();
@@ -475,7 +495,7 @@ async fn run<F, Fut>(
                     Some(Ok(Message::Text(t))) => {
                         if let Ok(f) = serde_json::from_str::<ClientFrame>(&t) {
                             if f.kind == "ping" {
-                                if !send(&mut tx, Message::Text(Utf8Bytes::from(&*pong())), idle).await {
+                                if !send(&mut tx, Message::Text(pong()), idle).await {
                                     break;
                                 }
                             } else {
@@ -498,6 +518,42 @@ async fn run<F, Fut>(
             }
         }
     }
+}
+
+/// Sends `first` and what else is queued (up to [`BATCH`] frames) with one flush: a socket
+/// that falls behind catches up with one write to the network per batch instead of one per
+/// frame. A lagging socket's backlog is dropped for one `resync` (hub). False when the
+/// client is gone, as for [`send`].
+async fn send_queued(
+    tx: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    l: &mut Listener,
+    first: Utf8Bytes,
+    limit: Duration,
+) -> bool {
+    let batch = async {
+        let mut next = Some(first);
+        let mut sent = 0;
+        while let Some(text) = next {
+            if l.lagged.swap(false, std::sync::atomic::Ordering::AcqRel) {
+                while l.rx.try_recv().is_ok() {}
+                tx.feed(Message::Text(Utf8Bytes::from_static(
+                    r#"{"type":"resync"}"#,
+                )))
+                .await?;
+                break;
+            }
+            // Buffered up to WRITE_BUFFER, written past it.
+            tx.feed(Message::Text(text)).await?;
+            sent += 1;
+            next = if sent < BATCH {
+                l.rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        tx.flush().await
+    };
+    matches!(tokio::time::timeout(limit, batch).await, Ok(Ok(())))
 }
 
 /// Sends one frame; false when the client is gone (a send that cannot finish within the
@@ -531,14 +587,23 @@ pub async fn watch(st: AppState, poll: Duration, shutdown: tokio_util::sync::Can
         if agents.is_empty() {
             continue;
         }
+        // Sockets opened with one credential on one store stand or fall together: each such
+        // holder is looked up once, however many tabs (or benchmark sockets) it has open.
+        let mut holders: HashMap<(StoreId, UserId, String), Vec<u64>> = HashMap::new();
+        for (store, id, user, credential) in agents {
+            holders
+                .entry((store, user, credential))
+                .or_default()
+                .push(id);
+        }
         let now = st.clock.now();
         let gone = st
             .db
             .read(move |c| {
                 let mut gone = Vec::new();
-                for (store, id, user, credential) in agents {
+                for ((store, user, credential), ids) in holders {
                     if !still_allowed(c, &credential, user, store, now)? {
-                        gone.push((store, id));
+                        gone.extend(ids.into_iter().map(|id| (store, id)));
                     }
                 }
                 Ok(gone)

@@ -555,3 +555,39 @@ async fn sockets_past_max_sockets_are_refused_with_retry_after() {
     let mut again = again.expect("the closed socket gave its slot back");
     assert_eq!(again.next().await.unwrap()["type"], "hello");
 }
+
+/// Sockets opened with one credential are re-checked together (once): removing the member
+/// closes every one of them.
+#[tokio::test]
+async fn every_socket_of_a_removed_member_is_closed() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let (staff, staff_id) = app.member("staff@example.com").await;
+    app.add_to_store(&i.store_id, &staff_id, "staff").await;
+    let auth = format!("Bearer {staff}");
+    let path = format!("/v1/ws/conversations?store_id={}", i.store_id);
+    let mut tabs = Vec::new();
+    for _ in 0..3 {
+        tabs.push(
+            app.ws(&path, &[("authorization", &auth)])
+                .await
+                .expect("opens"),
+        );
+    }
+    let _owner = agent(&app, &i).await;
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("{}/members/{staff_id}", i.p),
+        &i.owner,
+        None,
+    )
+    .await
+    .expect(204);
+    for tab in &mut tabs {
+        tab.until_closed().await;
+    }
+    crate::support::wait_until("only the owner's socket to be left", || async {
+        app.state.hub.open_sockets().0 == 1
+    })
+    .await;
+}
