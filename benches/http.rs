@@ -49,6 +49,8 @@ struct Args {
     seconds: u64,
     connections: usize,
     only: Option<String>,
+    /// Idle sockets for the socket phase.
+    sockets: usize,
 }
 
 fn parse_args() -> Args {
@@ -56,6 +58,7 @@ fn parse_args() -> Args {
         seconds: 10,
         connections: 64,
         only: None,
+        sockets: sockets::MANY,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -63,6 +66,12 @@ fn parse_args() -> Args {
             "--seconds" => a.seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(10),
             "--connections" => a.connections = it.next().and_then(|v| v.parse().ok()).unwrap_or(64),
             "--only" => a.only = it.next(),
+            "--sockets" => {
+                a.sockets = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(sockets::MANY);
+            }
             _ => {} // cargo bench passes --bench
         }
     }
@@ -377,6 +386,9 @@ fn report(s: &Scenario, r: &Measured, args: &Args) {
 
 fn main() {
     let args = parse_args();
+    // 10,000 sockets in this process (and, inherited, in a server that does not raise its
+    // own limit: another build measured A/B).
+    rlimit::increase_nofile_limit(u64::MAX).expect("raise the open-files limit");
     let dir = tempfile::tempdir().unwrap();
     let (server, base) = start_server(dir.path());
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -423,6 +435,27 @@ fn main() {
             server.0.id(),
         ));
     }
+    if args.only.as_deref().is_none_or(|o| o == "sockets") {
+        rt.block_on(sockets::run(
+            &client,
+            &base,
+            &token,
+            server.0.id(),
+            args.sockets,
+        ));
+    }
+}
+
+/// The resident memory of process `pid`, MiB.
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    kib / 1024.0
 }
 
 /// Webhook delivery (issue 5): throughput of a 20,000-event burst, enqueue-to-delivery
@@ -435,6 +468,8 @@ mod webhooks {
     use axum::extract::State;
     use serde_json::{Value, json};
     use tokio::sync::Semaphore;
+
+    use super::rss_mib;
 
     #[derive(Default)]
     struct Seen {
@@ -460,17 +495,6 @@ mod webhooks {
         }
         seen.count.fetch_add(1, Ordering::SeqCst);
         "ok"
-    }
-
-    fn rss_mib(pid: u32) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let kib: f64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(f64::NAN);
-        kib / 1024.0
     }
 
     async fn wait_count(seen: &Seen, n: usize, pid: u32, max_rss: &mut f64) {
@@ -721,5 +745,456 @@ mod admin {
             scenario(SCENARIOS[6], new_order),
         ];
         (scenarios, hook)
+    }
+}
+
+/// Realtime sockets (issue 15): the server's memory per idle team socket, the time from a
+/// sent message's response to its `message:new` on every socket of the store, and the rate
+/// at which messages can be sent while sockets listen.
+///
+/// The sockets are read on the harness's one-thread runtime; messages are sent from a
+/// thread of their own, so the time a POST returns is not held up by the readers. A frame's
+/// arrival is when its reader got to it: the figures include the client's own delay.
+mod sockets {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use futures::StreamExt;
+    use serde_json::{Value, json};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+    /// Idle sockets opened for the memory figure and the larger latency run (`--sockets N`
+    /// for another count; at most [`FEW`] skips the larger run).
+    pub const MANY: usize = 10_000;
+    /// Sockets kept for the smaller latency run and the send rate.
+    const FEW: usize = 1_000;
+    /// Handshakes in flight at once while opening them.
+    const OPENING: usize = 200;
+    /// Conversations the send-rate phase spreads its messages over.
+    const CONVERSATIONS: usize = 8;
+
+    /// What every client socket adds to.
+    #[derive(Default)]
+    struct Totals {
+        /// `message:new` frames received.
+        delivered: AtomicUsize,
+        resyncs: AtomicUsize,
+        closed: AtomicUsize,
+        /// Whether each socket keeps (message id, arrival) pairs (the latency runs).
+        record: AtomicBool,
+    }
+
+    /// One client socket: its reader task and what it recorded.
+    struct Client {
+        arrivals: Arc<Mutex<Vec<(u128, Instant)>>>,
+        reader: tokio::task::JoinHandle<()>,
+    }
+
+    impl Drop for Client {
+        fn drop(&mut self) {
+            self.reader.abort(); // drops the stream: the server sees the socket close
+        }
+    }
+
+    /// The id of a `message:new` frame's message, without parsing the rest of it (the
+    /// envelope's `data` is the message, whose first field is its id).
+    fn message_id(text: &str) -> Option<u128> {
+        if !text.starts_with(r#"{"type":"message:new""#) {
+            return None;
+        }
+        let at = text.find(r#""data":{"id":""#)? + r#""data":{"id":""#.len();
+        uuid::Uuid::parse_str(text.get(at..at + 36)?)
+            .ok()
+            .map(|u| u.as_u128())
+    }
+
+    async fn open(url: String, auth: Arc<str>, totals: Arc<Totals>) -> Result<Client, String> {
+        let mut req = url.into_client_request().map_err(|e| e.to_string())?;
+        req.headers_mut()
+            .insert("authorization", auth.parse().map_err(|_| "header")?);
+        // Small client buffers too: 10,000 of them live in this process.
+        let cfg = WebSocketConfig::default()
+            .read_buffer_size(8192)
+            .write_buffer_size(0);
+        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(req, Some(cfg), true)
+            .await
+            .map_err(|e| e.to_string())?;
+        match ws.next().await {
+            Some(Ok(Message::Text(t))) if t.contains(r#""type":"hello""#) => {}
+            other => return Err(format!("no hello: {other:?}")),
+        }
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let mine = arrivals.clone();
+        // Reading is what answers the server's pings (the library queues the pong).
+        let reader = tokio::spawn(async move {
+            while let Some(frame) = ws.next().await {
+                let Ok(Message::Text(t)) = frame else {
+                    if frame.is_err() {
+                        break;
+                    }
+                    continue;
+                };
+                if let Some(id) = message_id(&t) {
+                    let at = Instant::now();
+                    if totals.record.load(Ordering::Relaxed) {
+                        mine.lock().unwrap().push((id, at));
+                    }
+                    totals.delivered.fetch_add(1, Ordering::Relaxed);
+                } else if t.starts_with(r#"{"type":"resync""#) {
+                    totals.resyncs.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            totals.closed.fetch_add(1, Ordering::Relaxed);
+        });
+        Ok(Client { arrivals, reader })
+    }
+
+    /// Opens `n` team sockets on the store, `OPENING` handshakes at a time.
+    async fn open_many(
+        n: usize,
+        url: &str,
+        auth: &Arc<str>,
+        totals: &Arc<Totals>,
+    ) -> (Vec<Client>, usize) {
+        let results: Vec<Result<Client, String>> = futures::stream::iter(0..n)
+            .map(|_| open(url.to_owned(), auth.clone(), totals.clone()))
+            .buffer_unordered(OPENING)
+            .collect()
+            .await;
+        let mut failed = 0;
+        let mut open = Vec::with_capacity(n);
+        for r in results {
+            match r {
+                Ok(c) => open.push(c),
+                Err(e) => {
+                    if failed == 0 {
+                        println!("    (a socket failed to open: {e})");
+                    }
+                    failed += 1;
+                }
+            }
+        }
+        (open, failed)
+    }
+
+    async fn post(client: &reqwest::Client, url: &str, token: &str, body: &Value) -> Value {
+        let r = client
+            .post(url)
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{url}: {}", r.status());
+        r.json().await.unwrap_or(Value::Null)
+    }
+
+    /// Runs `work` on a thread and runtime of its own (the sender), so the socket readers
+    /// on the harness's runtime neither delay it nor are delayed by it.
+    async fn on_sender<T: Send + 'static>(
+        work: impl FnOnce(reqwest::Client) -> std::pin::Pin<Box<dyn Future<Output = T> + Send>>
+        + Send
+        + 'static,
+    ) -> T {
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .pool_max_idle_per_host(64)
+                .build()
+                .unwrap();
+            rt.block_on(work(client))
+        });
+        tokio::task::spawn_blocking(move || thread.join().unwrap())
+            .await
+            .unwrap()
+    }
+
+    /// Waits until the sockets have received `expected` messages in all, or `limit` has
+    /// passed since the last one arrived; when the last arrived.
+    async fn wait_delivered(totals: &Totals, expected: usize, limit: Duration) -> Instant {
+        let (mut last, mut seen) = (Instant::now(), totals.delivered.load(Ordering::SeqCst));
+        loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let now = totals.delivered.load(Ordering::SeqCst);
+            if now != seen {
+                (seen, last) = (now, Instant::now());
+            }
+            if now >= expected || last.elapsed() > limit {
+                return last;
+            }
+        }
+    }
+
+    /// Sends `count` messages one by one, `every` apart, and measures for each (message,
+    /// socket) the time from the POST's response to the frame's arrival.
+    #[expect(clippy::too_many_arguments, reason = "a benchmark step")]
+    async fn latency(
+        label: &str,
+        sockets: &[Client],
+        totals: &Arc<Totals>,
+        url: String,
+        token: Arc<str>,
+        count: usize,
+        every: Duration,
+        load: &dyn Fn() -> String,
+    ) {
+        for s in sockets {
+            s.arrivals.lock().unwrap().clear();
+        }
+        totals.record.store(true, Ordering::SeqCst);
+        let before = totals.delivered.load(Ordering::SeqCst);
+        let (resyncs, closed) = (
+            totals.resyncs.load(Ordering::SeqCst),
+            totals.closed.load(Ordering::SeqCst),
+        );
+        let sending = Instant::now();
+        let sent: Vec<(u128, Instant)> = on_sender(move |client| {
+            Box::pin(async move {
+                let mut sent = Vec::with_capacity(count);
+                let mut tick = tokio::time::interval(every);
+                for k in 0..count {
+                    tick.tick().await;
+                    let r = post(
+                        &client,
+                        &url,
+                        &token,
+                        &json!({"text": format!("latency {k}")}),
+                    )
+                    .await;
+                    let t0 = Instant::now();
+                    let id = uuid::Uuid::parse_str(r["message"]["id"].as_str().unwrap())
+                        .unwrap()
+                        .as_u128();
+                    sent.push((id, t0));
+                }
+                sent
+            })
+        })
+        .await;
+        let sending = sending.elapsed();
+        let expected = count * sockets.len();
+        wait_delivered(totals, before + expected, Duration::from_secs(10)).await;
+        totals.record.store(false, Ordering::SeqCst);
+
+        let t0: HashMap<u128, Instant> = sent.into_iter().collect();
+        let (mut lat, mut early) = (Vec::with_capacity(expected), 0usize);
+        for s in sockets {
+            for (id, at) in s.arrivals.lock().unwrap().drain(..) {
+                if let Some(t) = t0.get(&id) {
+                    // Before the response was read: counted as 0.
+                    if at < *t {
+                        early += 1;
+                    }
+                    lat.push(at.saturating_duration_since(*t));
+                }
+            }
+        }
+        lat.sort_unstable();
+        println!(
+            "  {label}: {count} messages {} ms apart (sent in {:.1} s) to {} sockets: p50 {:.1} \
+             ms, p99 {:.1} ms, max {:.1} ms over {} of {expected} deliveries ({early} before \
+             the response: 0); resyncs {}, closed {} [{}]",
+            every.as_millis(),
+            sending.as_secs_f64(),
+            sockets.len(),
+            super::pct(&lat, 0.50),
+            super::pct(&lat, 0.99),
+            lat.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+            lat.len(),
+            totals.resyncs.load(Ordering::SeqCst) - resyncs,
+            totals.closed.load(Ordering::SeqCst) - closed,
+            load()
+        );
+    }
+
+    /// Sends from `connections` concurrent connections for `seconds` over the
+    /// conversations, then waits for the sockets to have every message.
+    async fn send_rate(
+        sockets: usize,
+        totals: &Arc<Totals>,
+        urls: Vec<String>,
+        token: Arc<str>,
+        (connections, seconds): (usize, u64),
+        load: &dyn Fn() -> String,
+    ) {
+        let before = totals.delivered.load(Ordering::SeqCst);
+        let resyncs = totals.resyncs.load(Ordering::SeqCst);
+        let started = Instant::now();
+        let (sent, errors, elapsed) = on_sender(move |client| {
+            Box::pin(async move {
+                let until = Instant::now() + Duration::from_secs(seconds);
+                let urls = Arc::new(urls);
+                let mut tasks = Vec::new();
+                for c in 0..connections {
+                    let (client, urls, token) = (client.clone(), urls.clone(), token.clone());
+                    tasks.push(tokio::spawn(async move {
+                        let (mut ok, mut errors, mut k) = (0usize, 0usize, c);
+                        while Instant::now() < until {
+                            let r = client
+                                .post(&urls[k % urls.len()])
+                                .bearer_auth(&*token)
+                                .json(&json!({"text": "rate"}))
+                                .send()
+                                .await;
+                            match r {
+                                Ok(r) if r.status().is_success() => {
+                                    if r.bytes().await.is_ok() {
+                                        ok += 1;
+                                    } else {
+                                        errors += 1;
+                                    }
+                                }
+                                _ => errors += 1,
+                            }
+                            k += 1;
+                        }
+                        (ok, errors)
+                    }));
+                }
+                let started = Instant::now();
+                let (mut ok, mut errors) = (0, 0);
+                for t in tasks {
+                    let (o, e) = t.await.unwrap();
+                    ok += o;
+                    errors += e;
+                }
+                (ok, errors, started.elapsed())
+            })
+        })
+        .await;
+        let sending_done = started.elapsed();
+        let expected = sent * sockets;
+        let last = wait_delivered(totals, before + expected, Duration::from_secs(10)).await;
+        let delivered = totals.delivered.load(Ordering::SeqCst) - before;
+        #[expect(clippy::cast_precision_loss, reason = "rates")]
+        let (rate, fanout) = (
+            sent as f64 / elapsed.as_secs_f64(),
+            delivered as f64 / (last - started).as_secs_f64(),
+        );
+        println!(
+            "  send rate with {sockets} sockets listening: {sent} messages in {:.1} s from \
+             {connections} connections = {rate:.0} messages/s ({errors} errors); the sockets \
+             received {delivered} of {expected} message:new frames ({:.1} s after sending \
+             ended, {fanout:.0} frames/s), resyncs {} [{}]",
+            elapsed.as_secs_f64(),
+            (last - started).as_secs_f64() - sending_done.as_secs_f64(),
+            totals.resyncs.load(Ordering::SeqCst) - resyncs,
+            load()
+        );
+    }
+
+    /// The machine's load average (1 minute), for the figures' footnotes.
+    fn loadavg() -> String {
+        let l = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        format!("load {}", l.split_whitespace().next().unwrap_or("?"))
+    }
+
+    pub async fn run(client: &reqwest::Client, base: &str, session: &str, pid: u32, many: usize) {
+        let (store, token) = super::store_token(client, base, session, "Sockets").await;
+        let p = format!("{base}/v1/stores/{store}");
+        let channel = post(
+            client,
+            &format!("{p}/channels"),
+            &token,
+            &json!({"kind": "storefront_chat", "name": "Bench chat"}),
+        )
+        .await;
+        let key = channel["key"].as_str().expect("a channel key").to_owned();
+        // Conversations a shopper opened and wrote in (their first message is the one that
+        // announces them), for the team to answer.
+        let mut urls = Vec::new();
+        for n in 0..CONVERSATIONS {
+            let c: Value = client
+                .post(format!("{base}/v1/widget/{key}/conversations"))
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let id = c["conversation_id"].as_str().unwrap();
+            let r = client
+                .post(format!(
+                    "{base}/v1/widget/{key}/conversations/{id}/messages"
+                ))
+                .header("x-visitor-token", c["visitor_token"].as_str().unwrap())
+                .json(&json!({"text": format!("hello {n}")}))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "the shopper's message");
+            urls.push(format!("{p}/conversations/{id}/messages"));
+        }
+        let ws = format!(
+            "{}/v1/ws/conversations?store_id={store}",
+            base.replacen("http", "ws", 1)
+        );
+        let (auth, token): (Arc<str>, Arc<str>) = (format!("Bearer {token}").into(), token.into());
+        let totals = Arc::new(Totals::default());
+        println!("\nrealtime sockets (team sockets on one store, one user)");
+
+        // Open and close a few first, so what the first sockets ever allocate (buffers of
+        // the allocator's threads, the runtime's) is not counted per socket.
+        drop(open_many(OPENING, &ws, &auth, &totals).await);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let idle = super::rss_mib(pid);
+        let t = Instant::now();
+        let (mut open, failed) = open_many(many, &ws, &auth, &totals).await;
+        let took = t.elapsed();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let with = super::rss_mib(pid);
+        #[expect(clippy::cast_precision_loss, reason = "a ratio")]
+        let per = (with - idle) * 1024.0 / open.len() as f64;
+        println!(
+            "  {} idle sockets opened in {:.1} s ({failed} failed): server RSS {idle:.1} MiB \
+             before, {with:.1} MiB with them open: {per:.1} KiB per socket [{}]",
+            open.len(),
+            took.as_secs_f64(),
+            loadavg()
+        );
+
+        let one = urls[0].clone();
+        if open.len() > FEW {
+            // Spaced so that the fan-out keeps up (each message is 10,000 writes), then at
+            // the pace of the smaller run, which is more than two cores can fan out.
+            for every in [100, 20] {
+                latency(
+                    "latency",
+                    &open,
+                    &totals,
+                    one.clone(),
+                    token.clone(),
+                    200,
+                    Duration::from_millis(every),
+                    &loadavg,
+                )
+                .await;
+            }
+        }
+        open.truncate(FEW);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        latency(
+            "latency",
+            &open,
+            &totals,
+            one,
+            token.clone(),
+            200,
+            Duration::from_millis(20),
+            &loadavg,
+        )
+        .await;
+        send_rate(open.len(), &totals, urls, token, (32, 10), &loadavg).await;
+        drop(open);
+        println!("  server RSS at the end: {:.1} MiB", super::rss_mib(pid));
     }
 }

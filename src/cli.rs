@@ -139,6 +139,14 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
 
+    /// WebSockets (team and chat widget) open at once, apart from --max-connections (an
+    /// upgraded socket gives its connection slot back); past it the handshake answers 503
+    /// with Retry-After. Each open socket is a file descriptor: `serve` raises its soft
+    /// open-files limit to the hard one at start.
+    #[arg(long, env = "MERCHANT_ADMIN_MAX_SOCKETS", default_value_t = defaults::MAX_SOCKETS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sockets: u32,
+
     /// Number of background job workers.
     #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = defaults::WORKERS)]
     pub workers: usize,

@@ -19,6 +19,7 @@ pub mod defaults {
     pub const RATE_LIMIT_ANONYMOUS: u32 = 300;
     pub const REQUEST_DEADLINE_SECS: u32 = 60;
     pub const MAX_CONNECTIONS: u32 = 4096;
+    pub const MAX_SOCKETS: u32 = 20_000;
     pub const WORKERS: usize = 2;
     pub const JOB_LEASE_SECS: u32 = 60;
     pub const CLEANUP_INTERVAL_SECS: u32 = 3600;
@@ -66,6 +67,9 @@ pub struct Config {
     pub request_deadline: Duration,
     /// Connections open at once; the next waits in the accept queue.
     pub max_connections: usize,
+    /// WebSockets (team and widget) open at once: an upgraded socket no longer holds a
+    /// connection slot, so it has its own cap; past it the handshake answers 503.
+    pub max_sockets: usize,
     /// Lifetime of a session access token (`expires_in`).
     pub access_token_ttl: chrono::Duration,
     /// Lifetime of an unused refresh token (`refresh_token_expires_in`).
@@ -163,6 +167,7 @@ impl Config {
             header_read_timeout: Duration::from_secs(30),
             request_deadline: secs(d::REQUEST_DEADLINE_SECS),
             max_connections: d::MAX_CONNECTIONS as usize,
+            max_sockets: d::MAX_SOCKETS as usize,
             access_token_ttl: chrono::Duration::seconds(d::ACCESS_TOKEN_TTL_SECS.into()),
             refresh_token_ttl: chrono::Duration::seconds(d::REFRESH_TOKEN_TTL_SECS.into()),
             register_per_hour: d::REGISTER_RATE_LIMIT,
@@ -206,6 +211,7 @@ impl Config {
             hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
             request_deadline: Duration::from_secs(a.request_deadline_secs.into()),
             max_connections: a.max_connections as usize,
+            max_sockets: a.max_sockets as usize,
             hash_queue_limit: a.hash_queue_limit as usize,
             db_queue_limit: a.db_queue_limit as usize,
             msgapp: msgapp_config(a)?,

@@ -74,6 +74,7 @@ impl AppState {
         let limits = RateLimits::new(&cfg, clock.clone());
         let hasher = Hasher::new(cfg.hash_workers, cfg.hash_queue_limit);
         let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
+        let hub = Arc::new(crate::inbox::hub::Hub::new(cfg.max_sockets));
         Ok(Self(Arc::new(Shared {
             db,
             jobs: Arc::new(job_registry()),
@@ -88,7 +89,7 @@ impl AppState {
             hasher,
             secret_box,
             webhooks,
-            hub: Arc::default(),
+            hub,
             openapi_json: Arc::new(OnceLock::new()),
             public_url: Arc::new(OnceLock::new()),
             _lock: Arc::new(lock),

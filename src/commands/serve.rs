@@ -12,6 +12,7 @@ use crate::config::Config;
 /// Runs the server on its own runtime until a shutdown signal, then drains.
 pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let cfg = Config::from_serve_args(args)?;
+    raise_open_files_limit();
     let rt = tokio::runtime::Runtime::new()?;
     let served = rt.block_on(async {
         // Opening migrates the database: blocking work, kept off the async workers.
@@ -27,6 +28,15 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     // back for the next start, so it must not hold the exit.
     rt.shutdown_background();
     served
+}
+
+/// Every connection and socket is a file descriptor, and the usual soft limit (1,024) is far
+/// below `--max-connections` plus `--max-sockets`: raise it to the hard limit the operator set.
+fn raise_open_files_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::info!(max_open_files = limit, "open-files limit"),
+        Err(e) => tracing::warn!(error = %e, "could not raise the open-files limit"),
+    }
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

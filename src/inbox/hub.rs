@@ -1,16 +1,21 @@
 //! The in-process hub every inbox socket listens on (spec 6.2, 6.3). Writers publish after
 //! their transaction commits, so nothing is sent for a rolled-back write. A frame is
-//! serialized once and shared by every connection it goes to.
+//! serialized once and shared by every connection it goes to (a reference-counted buffer:
+//! queuing it copies nothing).
 //!
 //! Each connection has a bounded queue: when a reader is too slow to drain it, its backlog
 //! is dropped and it gets one `resync` instead, so memory never grows with a slow reader.
+//!
+//! At most `--max-sockets` sockets are open at once: a handshake takes a [`SocketSlot`]
+//! before upgrading and the socket holds it until it closes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::ids::{ChannelId, ConversationId, StoreId, UserId};
 
@@ -21,13 +26,13 @@ pub const QUEUE: usize = 256;
 /// connection it goes to), the flag set when frames were dropped, and the signal to close.
 pub struct Listener {
     pub id: u64,
-    pub rx: mpsc::Receiver<Arc<str>>,
+    pub rx: mpsc::Receiver<Utf8Bytes>,
     pub lagged: Arc<AtomicBool>,
     pub kick: Arc<Notify>,
 }
 
 struct Conn {
-    tx: mpsc::Sender<Arc<str>>,
+    tx: mpsc::Sender<Utf8Bytes>,
     lagged: Arc<AtomicBool>,
     kick: Arc<Notify>,
 }
@@ -35,7 +40,7 @@ struct Conn {
 impl Conn {
     /// Queues a frame without waiting; a full queue marks the connection lagging (its
     /// writer then drops the backlog and sends `resync`).
-    fn offer(&self, text: &Arc<str>) {
+    fn offer(&self, text: &Utf8Bytes) {
         if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(text.clone()) {
             self.lagged.store(true, Ordering::Release);
         }
@@ -59,14 +64,31 @@ struct Widget {
 #[derive(Default)]
 struct Room {
     agents: HashMap<u64, Agent>,
+    /// How many team sockets each user has open: presence changes only with the first and
+    /// the last.
+    users: HashMap<UserId, usize>,
     /// Widget sockets by conversation.
     widgets: HashMap<ConversationId, HashMap<u64, Widget>>,
 }
 
-#[derive(Default)]
 pub struct Hub {
-    rooms: Mutex<HashMap<StoreId, Room>>,
+    /// Read by every publish (from any worker at once), written as sockets open and close.
+    rooms: RwLock<HashMap<StoreId, Room>>,
     next: AtomicU64,
+    /// One permit per open socket (`--max-sockets`).
+    slots: Arc<Semaphore>,
+}
+
+/// A place among the open sockets, taken before the upgrade and held while the socket is
+/// open.
+pub struct SocketSlot(#[expect(dead_code, reason = "held for its Drop")] OwnedSemaphorePermit);
+
+/// A team socket just added: its end of the hub, the store's online team, and whether that
+/// team changed (the user's first socket on the store).
+pub struct Joined {
+    pub listener: Listener,
+    pub online: Vec<UserId>,
+    pub changed: bool,
 }
 
 /// Who a frame is for.
@@ -95,7 +117,7 @@ pub struct Frame {
     pub store: StoreId,
     pub conversation: Option<ConversationId>,
     pub audience: Audience,
-    pub text: Arc<str>,
+    pub text: Utf8Bytes,
 }
 
 impl Frame {
@@ -128,12 +150,30 @@ impl Frame {
 }
 
 impl Hub {
+    /// A hub that lets `max_sockets` sockets be open at once.
+    pub fn new(max_sockets: usize) -> Self {
+        Self {
+            rooms: RwLock::default(),
+            next: AtomicU64::new(0),
+            slots: Arc::new(Semaphore::new(max_sockets)),
+        }
+    }
+
+    /// A place for one more socket; None when `max_sockets` are open.
+    pub fn reserve(&self) -> Option<SocketSlot> {
+        self.slots.clone().try_acquire_owned().ok().map(SocketSlot)
+    }
+
     fn next_id(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn rooms(&self) -> std::sync::MutexGuard<'_, HashMap<StoreId, Room>> {
-        self.rooms.lock().unwrap_or_else(PoisonError::into_inner)
+    fn rooms(&self) -> RwLockReadGuard<'_, HashMap<StoreId, Room>> {
+        self.rooms.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn rooms_mut(&self) -> RwLockWriteGuard<'_, HashMap<StoreId, Room>> {
+        self.rooms.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn listener(&self) -> (Conn, Listener) {
@@ -153,35 +193,42 @@ impl Hub {
         (conn, l)
     }
 
-    /// Adds a team member's socket; the store's online team as it now is.
-    pub fn join_agent(
-        &self,
-        store: StoreId,
-        user: UserId,
-        credential: String,
-    ) -> (Listener, Vec<UserId>) {
-        let (conn, l) = self.listener();
-        let mut rooms = self.rooms();
+    /// Adds a team member's socket.
+    pub fn join_agent(&self, store: StoreId, user: UserId, credential: String) -> Joined {
+        let (conn, listener) = self.listener();
+        let mut rooms = self.rooms_mut();
         let room = rooms.entry(store).or_default();
         room.agents.insert(
-            l.id,
+            listener.id,
             Agent {
                 user,
                 credential,
                 conn,
             },
         );
-        (l, online(room))
+        let sockets = room.users.entry(user).or_default();
+        *sockets += 1;
+        Joined {
+            listener,
+            changed: *sockets == 1,
+            online: online(room),
+        }
     }
 
-    /// Removes a team member's socket; the store's online team as it now is.
-    pub fn leave_agent(&self, store: StoreId, id: u64) -> Vec<UserId> {
-        let mut rooms = self.rooms();
-        let Some(room) = rooms.get_mut(&store) else {
-            return Vec::new();
+    /// Removes a team member's socket; the store's online team as it now is when that
+    /// changed (it was the user's last socket on the store).
+    pub fn leave_agent(&self, store: StoreId, id: u64) -> Option<Vec<UserId>> {
+        let mut rooms = self.rooms_mut();
+        let room = rooms.get_mut(&store)?;
+        let agent = room.agents.remove(&id)?;
+        let gone = match room.users.get_mut(&agent.user) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            _ => room.users.remove(&agent.user).is_some(),
         };
-        room.agents.remove(&id);
-        let now = online(room);
+        let now = gone.then(|| online(room));
         if room.agents.is_empty() && room.widgets.is_empty() {
             rooms.remove(&store);
         }
@@ -196,7 +243,7 @@ impl Hub {
         conversation: ConversationId,
     ) -> Listener {
         let (conn, l) = self.listener();
-        self.rooms()
+        self.rooms_mut()
             .entry(store)
             .or_default()
             .widgets
@@ -208,7 +255,7 @@ impl Hub {
 
     /// Removes a shopper's socket; whether the conversation still has one open.
     pub fn leave_widget(&self, store: StoreId, conversation: ConversationId, id: u64) -> bool {
-        let mut rooms = self.rooms();
+        let mut rooms = self.rooms_mut();
         let Some(room) = rooms.get_mut(&store) else {
             return false;
         };
@@ -311,9 +358,8 @@ impl Hub {
 
 /// The users with a socket open on the room's store, each once.
 fn online(room: &Room) -> Vec<UserId> {
-    let mut users: Vec<UserId> = room.agents.values().map(|a| a.user).collect();
+    let mut users: Vec<UserId> = room.users.keys().copied().collect();
     users.sort_unstable();
-    users.dedup();
     users
 }
 
@@ -323,10 +369,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_reader_is_bounded_and_marked_for_resync() {
-        let hub = Hub::default();
+        let hub = Hub::new(16);
         let store = StoreId::new();
-        let (mut slow, _) = hub.join_agent(store, UserId::new(), "session:x".into());
-        let (mut quick, _) = hub.join_agent(store, UserId::new(), "session:y".into());
+        let mut slow = hub
+            .join_agent(store, UserId::new(), "session:x".into())
+            .listener;
+        let mut quick = hub
+            .join_agent(store, UserId::new(), "session:y".into())
+            .listener;
         let frame = |n: usize| Frame::new(Audience::Agents, "message:new", store, None, &n);
         for n in 0..QUEUE + 50 {
             hub.publish(&[frame(n)]);
@@ -341,8 +391,44 @@ mod tests {
         }
         assert_eq!(queued, QUEUE, "its queue never grew past the bound");
         // Other stores' sockets hear nothing.
-        let (mut other, _) = hub.join_agent(StoreId::new(), UserId::new(), "session:z".into());
+        let mut other = hub
+            .join_agent(StoreId::new(), UserId::new(), "session:z".into())
+            .listener;
         hub.publish(&[frame(0)]);
         assert!(other.rx.try_recv().is_err());
+    }
+
+    /// Presence changes with a user's first socket and their last, not with every tab: a
+    /// store with thousands of sockets would otherwise send every one of them a frame for
+    /// each socket that opens or closes.
+    #[test]
+    fn the_online_team_changes_with_a_users_first_and_last_socket() {
+        let hub = Hub::new(16);
+        let store = StoreId::new();
+        let (ana, bo) = (UserId::new(), UserId::new());
+        let first = hub.join_agent(store, ana, "session:a1".into());
+        assert!(first.changed);
+        assert_eq!(first.online, [ana]);
+        let second = hub.join_agent(store, ana, "session:a2".into());
+        assert!(!second.changed, "a second tab changes nothing");
+        assert_eq!(second.online, [ana]);
+        let other = hub.join_agent(store, bo, "session:b".into());
+        assert!(other.changed);
+        assert_eq!(other.online.len(), 2);
+
+        assert_eq!(hub.leave_agent(store, first.listener.id), None);
+        assert_eq!(hub.leave_agent(store, second.listener.id), Some(vec![bo]));
+        assert_eq!(hub.leave_agent(store, second.listener.id), None, "once");
+        assert_eq!(hub.leave_agent(store, other.listener.id), Some(vec![]));
+        assert_eq!(hub.open_sockets(), (0, 0));
+    }
+
+    #[test]
+    fn slots_run_out_at_the_cap_and_come_back_when_released() {
+        let hub = Hub::new(2);
+        let (a, _b) = (hub.reserve().unwrap(), hub.reserve().unwrap());
+        assert!(hub.reserve().is_none());
+        drop(a);
+        assert!(hub.reserve().is_some());
     }
 }

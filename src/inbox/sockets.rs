@@ -4,6 +4,7 @@
 //! without a frame from the client; a team socket outlives its access token but not its
 //! session, its user or its membership (re-checked whenever a credential table changes).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -14,7 +15,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::hub::{Audience, Frame, Listener};
+use super::hub::{Audience, Frame, Listener, SocketSlot};
 use super::model::WsTicket;
 use super::store;
 use super::visitor::{chat_channel, visitor_conversation, visitor_token};
@@ -30,8 +31,25 @@ type ErrorBody = crate::error::ErrorBody;
 
 /// How long a ticket stays valid (spec 8).
 const TICKET_SECS: i64 = 60;
-/// The largest frame a client may send.
+/// The largest frame a client may send (its frames are a few hundred bytes of JSON).
 const MAX_CLIENT_FRAME: usize = 16 * 1024;
+/// A socket's read buffer, allocated for its whole life.
+const READ_BUFFER: usize = 1024;
+/// Outgoing frames gathered before a write to the network; the buffer keeps its size once
+/// a burst has grown it, so this bounds what a busy socket keeps too.
+const WRITE_BUFFER: usize = 8 * 1024;
+/// What a socket may hold unsent: the batch plus one frame (the largest, a message of 4,096
+/// characters with its attachments, is far below it). Past it the socket is closed.
+const MAX_WRITE_BUFFER: usize = WRITE_BUFFER + 1024 * 1024;
+/// Queued frames sent with one flush (at most the whole queue).
+const BATCH: usize = super::hub::QUEUE;
+/// A socket writes to the network at most this often: a frame queued sooner after the last
+/// write waits out the rest of it, gathering what follows. A frame after a quiet spell goes
+/// at once. Each write costs the kernel about as much as a few kilobytes of data, so a busy
+/// store's fan-out is mostly writes: this bounds them at 100 a second per socket.
+const COALESCE: Duration = Duration::from_millis(10);
+/// How long a client refused for `--max-sockets` is asked to wait.
+const SOCKETS_FULL_RETRY_SECS: u64 = 5;
 
 /// A single-use ticket for `/ws/conversations`, valid 60 seconds: for clients that cannot
 /// set headers on a WebSocket (browsers).
@@ -126,6 +144,10 @@ pub async fn agent_socket(
     Query(q): Query<AgentQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
+    // The slot first: a full server must not burn a single-use ticket.
+    let Some(slot) = st.hub.reserve() else {
+        return full().into_response();
+    };
     let who = match agent_handshake(&st, principal, trace, q, upgrade.is_ok()).await {
         Ok(who) => who,
         Err(e) => return e.into_response(),
@@ -134,13 +156,24 @@ pub async fn agent_socket(
         Ok(u) => u,
         Err(e) => return AppError::bad_request(e.body_text()).into_response(),
     };
-    sized(upgrade).on_upgrade(move |ws| agent_session(st, ws, who))
+    sized(upgrade).on_upgrade(move |ws| agent_session(st, ws, who, slot))
 }
 
-/// Small buffers: thousands of idle sockets should cost little memory each.
+/// 503 `service_unavailable` with `Retry-After`: `--max-sockets` are open.
+fn full() -> AppError {
+    AppError::unavailable("too many sockets are open; retry later")
+        .with_details(json!({ "retry_after_seconds": SOCKETS_FULL_RETRY_SECS }))
+}
+
+/// Small buffers: thousands of idle sockets should cost little memory each (axum's defaults,
+/// 128 KiB each way, cost about 130 KiB an idle socket: the read buffer is allocated and
+/// zeroed at the first read). A client sends tiny JSON frames, so its read buffer is 1 KiB
+/// (a larger frame grows it as needed). Outgoing frames are gathered up to
+/// [`WRITE_BUFFER`] and flushed per batch (see [`send_queued`]).
 fn sized(u: WebSocketUpgrade) -> WebSocketUpgrade {
-    u.read_buffer_size(4 * 1024)
-        .write_buffer_size(0)
+    u.read_buffer_size(READ_BUFFER)
+        .write_buffer_size(WRITE_BUFFER)
+        .max_write_buffer_size(MAX_WRITE_BUFFER)
         .max_message_size(MAX_CLIENT_FRAME)
         .max_frame_size(MAX_CLIENT_FRAME)
 }
@@ -224,20 +257,28 @@ struct ClientFrame {
     user_name: Option<String>,
 }
 
-async fn agent_session(st: AppState, ws: WebSocket, who: AgentWho) {
-    let (listener, online) = st.hub.join_agent(who.store, who.user, who.credential);
-    let id = listener.id;
-    st.hub.publish(&[presence(who.store, &online)]);
+async fn agent_session(st: AppState, ws: WebSocket, who: AgentWho, _slot: SocketSlot) {
+    let joined = st.hub.join_agent(who.store, who.user, who.credential);
+    let id = joined.listener.id;
     let hello = json!({"type": "hello", "store_id": who.store, "user_id": who.user}).to_string();
+    let mut greeting = vec![Utf8Bytes::from(hello)];
+    // The team hears of a user's first socket; a further one (another tab) is told alone.
+    let now = presence(who.store, &joined.online);
+    if joined.changed {
+        st.hub.publish(&[now]);
+    } else {
+        greeting.push(now.text);
+    }
     let (store, user, can_write) = (who.store, who.user, who.can_write);
     let st2 = st.clone();
-    run(&st, ws, listener, hello, move |f| {
+    run(&st, ws, joined.listener, greeting, move |f| {
         let st = st2.clone();
         async move { agent_frame(&st, store, user, can_write, f).await }
     })
     .await;
-    let online = st.hub.leave_agent(store, id);
-    st.hub.publish(&[presence(store, &online)]);
+    if let Some(online) = st.hub.leave_agent(store, id) {
+        st.hub.publish(&[presence(store, &online)]);
+    }
 }
 
 fn presence(store: StoreId, online: &[UserId]) -> Frame {
@@ -319,8 +360,8 @@ pub fn typing_frames(
     frames
 }
 
-fn pong() -> std::sync::Arc<str> {
-    r#"{"type":"pong"}"#.into()
+fn pong() -> Utf8Bytes {
+    Utf8Bytes::from_static(r#"{"type":"pong"}"#)
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -345,6 +386,9 @@ pub async fn widget_socket(
     Query(q): Query<WidgetQuery>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
+    let Some(slot) = st.hub.reserve() else {
+        return full().into_response();
+    };
     let origin = headers
         .get(axum::http::header::ORIGIN)
         .and_then(|v| v.to_str().ok())
@@ -372,22 +416,21 @@ pub async fn widget_socket(
         Ok(u) => u,
         Err(e) => return AppError::bad_request(e.body_text()).into_response(),
     };
-    sized(upgrade).on_upgrade(move |ws| widget_session(st, ws, store, channel, conv))
+    sized(upgrade).on_upgrade(move |ws| widget_session(st, ws, (store, channel, conv), slot))
 }
 
 async fn widget_session(
     st: AppState,
     ws: WebSocket,
-    store: StoreId,
-    channel: crate::ids::ChannelId,
-    conv: ConversationId,
+    (store, channel, conv): (StoreId, crate::ids::ChannelId, ConversationId),
+    _slot: SocketSlot,
 ) {
     let listener = st.hub.join_widget(store, channel, conv);
     let id = listener.id;
     st.hub.publish(&[visitor_online(store, conv, true)]);
     let hello = json!({"type": "hello", "store_id": store, "conversation_id": conv}).to_string();
     let st2 = st.clone();
-    run(&st, ws, listener, hello, move |f| {
+    run(&st, ws, listener, vec![hello.into()], move |f| {
         let st = st2.clone();
         async move {
             if f.kind == "typing"
@@ -421,23 +464,32 @@ const CLIENT_FRAME_QUOTA: governor::Quota =
     governor::Quota::per_second(std::num::NonZeroU32::new(10).unwrap())
         .allow_burst(std::num::NonZeroU32::new(20).unwrap());
 
-/// One socket's life: `hello`, then the hub's frames out and the client's frames in, with
-/// the heartbeat of spec 6.4. A lagging socket's backlog is dropped for one `resync`.
-async fn run<F, Fut>(st: &AppState, ws: WebSocket, mut l: Listener, hello: String, mut on_frame: F)
-where
+/// One socket's life: `greeting` (`hello` first), then the hub's frames out and the
+/// client's frames in, with the heartbeat of spec 6.4. A lagging socket's backlog is dropped
+/// for one `resync`.
+async fn run<F, Fut>(
+    st: &AppState,
+    ws: WebSocket,
+    mut l: Listener,
+    greeting: Vec<Utf8Bytes>,
+    mut on_frame: F,
+) where
     F: FnMut(ClientFrame) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let (ping_every, idle) = (st.cfg.ws_ping_interval, st.cfg.ws_idle_timeout);
     let (mut tx, mut rx) = ws.split();
-    if !send(&mut tx, Message::Text(Utf8Bytes::from(hello)), idle).await {
-        return;
+    for text in greeting {
+        if !send(&mut tx, Message::Text(text), idle).await {
+            return;
+        }
     }
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
     let mut last_heard = tokio::time::Instant::now();
     // Each typing or viewing frame fans out to the whole store and reads the database: a
     // client's frames past the budget are dropped unread.
     let budget = governor::RateLimiter::direct(CLIENT_FRAME_QUOTA);
+    let mut quiet_from = tokio::time::Instant::now();
     loop {
         tokio::select! {
             // A kicked socket sends nothing more.
@@ -448,15 +500,13 @@ where
             }
             out = l.rx.recv() => {
                 let Some(text) = out else { break };
-                let msg = if l.lagged.swap(false, std::sync::atomic::Ordering::AcqRel) {
-                    while l.rx.try_recv().is_ok() {}
-                    Message::Text(Utf8Bytes::from_static(r#"{"type":"resync"}"#))
-                } else {
-                    Message::Text(Utf8Bytes::from(&*text))
-                };
-                if !send(&mut tx, msg, idle).await {
+                if quiet_from > tokio::time::Instant::now() {
+                    tokio::time::sleep_until(quiet_from).await;
+                }
+                if !send_queued(&mut tx, &mut l, text, idle).await {
                     break;
                 }
+                quiet_from = tokio::time::Instant::now() + COALESCE;
             }
             frame = rx.next() => {
                 last_heard = tokio::time::Instant::now();
@@ -467,7 +517,7 @@ where
                         }
                         if let Ok(f) = serde_json::from_str::<ClientFrame>(&t) {
                             if f.kind == "ping" {
-                                if !send(&mut tx, Message::Text(Utf8Bytes::from(&*pong())), idle).await {
+                                if !send(&mut tx, Message::Text(pong()), idle).await {
                                     break;
                                 }
                             } else {
@@ -490,6 +540,42 @@ where
             }
         }
     }
+}
+
+/// Sends `first` and what else is queued (up to [`BATCH`] frames) with one flush: a socket
+/// that falls behind catches up with one write to the network per batch instead of one per
+/// frame. A lagging socket's backlog is dropped for one `resync` (hub). False when the
+/// client is gone, as for [`send`].
+async fn send_queued(
+    tx: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    l: &mut Listener,
+    first: Utf8Bytes,
+    limit: Duration,
+) -> bool {
+    let batch = async {
+        let mut next = Some(first);
+        let mut sent = 0;
+        while let Some(text) = next {
+            if l.lagged.swap(false, std::sync::atomic::Ordering::AcqRel) {
+                while l.rx.try_recv().is_ok() {}
+                tx.feed(Message::Text(Utf8Bytes::from_static(
+                    r#"{"type":"resync"}"#,
+                )))
+                .await?;
+                break;
+            }
+            // Buffered up to WRITE_BUFFER, written past it.
+            tx.feed(Message::Text(text)).await?;
+            sent += 1;
+            next = if sent < BATCH {
+                l.rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        tx.flush().await
+    };
+    matches!(tokio::time::timeout(limit, batch).await, Ok(Ok(())))
 }
 
 /// Sends one frame; false when the client is gone (a send that cannot finish within the
@@ -529,22 +615,22 @@ pub async fn watch(st: AppState, poll: Duration, shutdown: tokio_util::sync::Can
         if agents.is_empty() {
             continue;
         }
+        // Sockets opened with one credential on one store stand or fall together: each such
+        // holder is looked up once, however many tabs (or benchmark sockets) it has open.
+        let mut holders: HashMap<(StoreId, UserId, String), Vec<u64>> = HashMap::new();
+        for (store, id, user, credential) in agents {
+            holders
+                .entry((store, user, credential))
+                .or_default()
+                .push(id);
+        }
         let gone = st
             .db
             .read(move |c| {
-                let mut verdicts = std::collections::HashMap::new();
                 let mut gone = Vec::new();
-                for (store, id, user, credential) in agents {
-                    let allowed = match verdicts.get(&(store, user, credential.clone())) {
-                        Some(v) => *v,
-                        None => {
-                            let v = still_allowed(c, &credential, user, store, now)?;
-                            verdicts.insert((store, user, credential), v);
-                            v
-                        }
-                    };
-                    if !allowed {
-                        gone.push((store, id));
+                for ((store, user, credential), ids) in holders {
+                    if !still_allowed(c, &credential, user, store, now)? {
+                        gone.extend(ids.into_iter().map(|id| (store, id)));
                     }
                 }
                 Ok(gone)

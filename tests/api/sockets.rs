@@ -726,3 +726,147 @@ async fn a_deactivated_users_socket_is_closed() {
     );
     ws.until_closed().await;
 }
+
+/// An upgraded socket gives its connection slot back: with room for two HTTP connections
+/// (the test client keeps one), three sockets open one after the other and a new
+/// connection is still served.
+#[tokio::test]
+async fn an_open_socket_holds_no_connection_slot() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app_with(|c| c.max_connections = 2).await;
+    let i = inbox(&app).await;
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        let ws = tokio::time::timeout(Duration::from_secs(10), agent(&app, &i))
+            .await
+            .expect("no open socket holds a connection slot");
+        open.push(ws);
+    }
+    let mut fresh = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    fresh
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), fresh.read_to_end(&mut buf))
+        .await
+        .expect("a new connection is served while the sockets are open")
+        .unwrap();
+    let res = String::from_utf8_lossy(&buf);
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+}
+
+/// Past `--max-sockets` (team and widget sockets together) the handshake answers 503
+/// `service_unavailable` with `Retry-After`, before any upgrade; a socket that closes makes
+/// room again.
+#[tokio::test]
+async fn sockets_past_max_sockets_are_refused_with_retry_after() {
+    let app = spawn_app_with(|c| c.max_sockets = 2).await;
+    let i = inbox(&app).await;
+    let team = agent(&app, &i).await;
+    let v = app.visitor(&i.key, json!({})).await;
+    let _shopper = widget(&app, &i, &v).await;
+
+    let auth = format!("Bearer {}", i.owner);
+    let mut req = format!(
+        "ws://{}/v1/ws/conversations?store_id={}",
+        app.addr, i.store_id
+    )
+    .into_client_request()
+    .unwrap();
+    req.headers_mut()
+        .insert("authorization", auth.parse().unwrap());
+    let Err(tokio_tungstenite::tungstenite::Error::Http(refused)) =
+        tokio_tungstenite::connect_async(req).await
+    else {
+        panic!("a third socket was not refused");
+    };
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "5");
+    let body: serde_json::Value =
+        serde_json::from_slice(refused.body().as_deref().unwrap()).unwrap();
+    assert_eq!(body["code"], "service_unavailable");
+    // A ticket is not burned by a refusal.
+    let t = app
+        .call(
+            post(),
+            &format!("{}/conversations/ws-ticket", i.p),
+            &i.owner,
+            None,
+        )
+        .await;
+    t.expect(201);
+    let by_ticket = format!(
+        "/ws/conversations?ticket={}",
+        t.body["ticket"].as_str().unwrap()
+    );
+    let (status, body) = app.ws(&by_ticket, &[]).await.err().expect("refused");
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("service_unavailable"))
+    );
+    let (status, _) = app
+        .ws(
+            &format!(
+                "/ws/widget?key={}&conversation_id={}&token={}",
+                i.key, v.conversation_id, v.token
+            ),
+            &[],
+        )
+        .await
+        .err()
+        .expect("a widget socket counts too");
+    assert_eq!(status, 503);
+
+    // One closes: its slot is free once the server has seen it go.
+    drop(team);
+    let mut again = None;
+    for _ in 0..1000 {
+        match app.ws(&by_ticket, &[]).await {
+            Ok(ws) => {
+                again = Some(ws);
+                break;
+            }
+            Err((503, _)) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(other) => panic!("refused: {other:?}"),
+        }
+    }
+    let mut again = again.expect("the closed socket gave its slot back");
+    assert_eq!(again.next().await.unwrap()["type"], "hello");
+}
+
+/// Sockets opened with one credential are re-checked together (once): removing the member
+/// closes every one of them.
+#[tokio::test]
+async fn every_socket_of_a_removed_member_is_closed() {
+    let app = spawn_app().await;
+    let i = inbox(&app).await;
+    let (staff, staff_id) = app.member("staff@example.com").await;
+    app.add_to_store(&i.store_id, &staff_id, "staff").await;
+    let auth = format!("Bearer {staff}");
+    let path = format!("/v1/ws/conversations?store_id={}", i.store_id);
+    let mut tabs = Vec::new();
+    for _ in 0..3 {
+        tabs.push(
+            app.ws(&path, &[("authorization", &auth)])
+                .await
+                .expect("opens"),
+        );
+    }
+    let _owner = agent(&app, &i).await;
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("{}/members/{staff_id}", i.p),
+        &i.owner,
+        None,
+    )
+    .await
+    .expect(204);
+    for tab in &mut tabs {
+        tab.until_closed().await;
+    }
+    crate::support::wait_until("only the owner's socket to be left", || async {
+        app.state.hub.open_sockets().0 == 1
+    })
+    .await;
+}
