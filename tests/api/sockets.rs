@@ -41,7 +41,12 @@ async fn turn_off_chat(app: &TestApp, i: &Inbox) {
 }
 
 async fn agent(app: &TestApp, i: &Inbox) -> Ws {
-    let auth = format!("Bearer {}", i.owner);
+    agent_as(app, i, &i.owner).await
+}
+
+/// A team socket on the store with `token` (a session's or a store token), past its hello.
+async fn agent_as(app: &TestApp, i: &Inbox, token: &str) -> Ws {
+    let auth = format!("Bearer {token}");
     let mut ws = app
         .ws(
             &format!("/v1/ws/conversations?store_id={}", i.store_id),
@@ -330,14 +335,7 @@ async fn a_team_socket_outlives_its_token_but_not_its_session_or_membership() {
     let (staff, staff_id) = app.member("staff@example.com").await;
     app.add_to_store(&i.store_id, &staff_id, "staff").await;
 
-    let auth = format!("Bearer {staff}");
-    let mut staff_ws = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={}", i.store_id),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("staff socket opens");
+    let mut staff_ws = agent_as(&app, &i, &staff).await;
     // The access tokens expire; the sockets stay, and still get events.
     let mut owner_ws = agent(&app, &i).await;
     app.clock.advance(chrono::Duration::days(2));
@@ -704,15 +702,7 @@ async fn a_deactivated_users_socket_is_closed() {
     let i = inbox(&app).await;
     let (staff, staff_id) = app.member("staff@example.com").await;
     app.add_to_store(&i.store_id, &staff_id, "staff").await;
-    let auth = format!("Bearer {staff}");
-    let mut ws = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={}", i.store_id),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("staff socket opens");
-    assert_eq!(ws.next().await.unwrap()["type"], "hello");
+    let mut ws = agent_as(&app, &i, &staff).await;
     // The operator's CLI is another process writing the same database file.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_merchant-admin"))
         .args(["users", "deactivate", "staff@example.com", "--data-dir"])
