@@ -18,7 +18,7 @@ use serde_json::json;
 use super::hub::{Audience, Frame, Listener, SocketSlot};
 use super::model::WsTicket;
 use super::store;
-use super::visitor::{chat_channel, visitor_conversation, visitor_token};
+use super::visitor::{chat_channel, origin, visitor_conversation, visitor_token};
 use crate::error::{AppError, ErrorCode};
 use crate::http::auth::{MaybePrincipal, StoreScope};
 use crate::http::extract::Query;
@@ -154,9 +154,14 @@ pub async fn agent_socket(
     };
     let upgrade = match upgrade {
         Ok(u) => u,
-        Err(e) => return AppError::bad_request(e.body_text()).into_response(),
+        Err(e) => return not_upgradable(&e).into_response(),
     };
     sized(upgrade).on_upgrade(move |ws| agent_session(st, ws, who, slot))
+}
+
+/// 400 for a request that is no WebSocket upgrade, in the error shape.
+fn not_upgradable(e: &axum::extract::ws::rejection::WebSocketUpgradeRejection) -> AppError {
+    AppError::bad_request(e.body_text())
 }
 
 /// 503 `service_unavailable` with `Retry-After`: `--max-sockets` are open.
@@ -389,10 +394,7 @@ pub async fn widget_socket(
     let Some(slot) = st.hub.reserve() else {
         return full().into_response();
     };
-    let origin = headers
-        .get(axum::http::header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let origin = origin(&headers);
     let token = q.token.or_else(|| visitor_token(&headers));
     let Some(key) = q.key else {
         return AppError::not_found("channel").into_response();
@@ -414,7 +416,7 @@ pub async fn widget_socket(
     };
     let upgrade = match upgrade {
         Ok(u) => u,
-        Err(e) => return AppError::bad_request(e.body_text()).into_response(),
+        Err(e) => return not_upgradable(&e).into_response(),
     };
     sized(upgrade).on_upgrade(move |ws| widget_session(st, ws, (store, channel, conv), slot))
 }

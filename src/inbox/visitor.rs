@@ -79,7 +79,8 @@ pub fn chat_channel(
     Ok(ch)
 }
 
-fn origin(h: &HeaderMap) -> Option<String> {
+/// The request's `Origin`, when it has a readable one (a browser's).
+pub fn origin(h: &HeaderMap) -> Option<String> {
     h.get(header::ORIGIN)?.to_str().ok().map(str::to_owned)
 }
 

@@ -38,15 +38,8 @@ async fn message_count(app: &TestApp, owner: &str, messages: &str) -> usize {
 async fn a_reply_with_files_keeps_them_and_serves_each_with_its_type() {
     let app = spawn_app().await;
     let (owner, _, v, messages) = conversation(&app).await;
-    let auth = format!("Bearer {owner}");
     let store_id = messages.split('/').nth(3).unwrap().to_owned();
-    let mut team = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={store_id}"),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("agent socket");
+    let mut team = app.team_socket(&owner, &store_id).await;
     let page = b"<html><script>alert(1)</script></html>".to_vec();
 
     let r = app

@@ -88,15 +88,7 @@ impl Inbox {
     }
 
     async fn agent(&self) -> Ws {
-        let auth = format!("Bearer {}", self.owner);
-        let mut ws = self
-            .app
-            .ws(
-                &format!("/v1/ws/conversations?store_id={}", self.store_id),
-                &[("authorization", &auth)],
-            )
-            .await
-            .expect("agent socket opens");
+        let mut ws = self.app.team_socket(&self.owner, &self.store_id).await;
         assert_eq!(ws.next().await.unwrap()["type"], "hello");
         ws
     }

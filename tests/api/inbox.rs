@@ -580,14 +580,7 @@ async fn a_snoozed_conversation_opens_again_at_its_time_and_a_later_snooze_wins(
     app.call(patch(), &one, &owner, Some(snooze(at(3))))
         .await
         .expect(200);
-    let auth = format!("Bearer {owner}");
-    let mut team = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={store_id}"),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("agent socket");
+    let mut team = app.team_socket(&owner, &store_id).await;
     let drain = || async {
         while merchant_admin::jobs::run_once(&app.state).await.unwrap()
             != merchant_admin::jobs::Outcome::Empty

@@ -130,14 +130,7 @@ fn status_of(id: &str, status: &str, at: DateTime<Utc>) -> Value {
 }
 
 async fn agent(app: &TestApp, c: &Chan) -> Ws {
-    let auth = format!("Bearer {}", c.owner);
-    let mut ws = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={}", c.store_id),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("agent socket opens");
+    let mut ws = app.team_socket(&c.owner, &c.store_id).await;
     assert_eq!(ws.next().await.unwrap()["type"], "hello");
     ws
 }

@@ -46,14 +46,7 @@ async fn agent(app: &TestApp, i: &Inbox) -> Ws {
 
 /// A team socket on the store with `token` (a session's or a store token), past its hello.
 async fn agent_as(app: &TestApp, i: &Inbox, token: &str) -> Ws {
-    let auth = format!("Bearer {token}");
-    let mut ws = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={}", i.store_id),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("agent socket opens");
+    let mut ws = app.team_socket(token, &i.store_id).await;
     let hello = ws.next().await.unwrap();
     assert_eq!(hello["type"], "hello");
     assert_eq!(hello["store_id"], i.store_id.as_str());
@@ -433,14 +426,7 @@ async fn only_a_member_who_may_write_is_shown_typing() {
     app.add_to_store(&i.store_id, &viewer_id, "viewer").await;
     let v = app.visitor(&i.key, json!({})).await;
     let mut shopper = widget(&app, &i, &v).await;
-    let auth = format!("Bearer {viewer}");
-    let mut watching = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={}", i.store_id),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("a viewer may watch");
+    let mut watching = app.team_socket(&viewer, &i.store_id).await;
     watching
         .send(json!({"type": "typing", "conversation_id": v.conversation_id, "typing": true}))
         .await;
@@ -776,20 +762,11 @@ async fn sockets_past_max_sockets_are_refused_with_retry_after() {
     let body: serde_json::Value =
         serde_json::from_slice(refused.body().as_deref().unwrap()).unwrap();
     assert_eq!(body["code"], "service_unavailable");
-    // A ticket is not burned by a refusal.
-    let t = app
-        .call(
-            post(),
-            &format!("{}/conversations/ws-ticket", i.p),
-            &i.owner,
-            None,
-        )
-        .await;
-    t.expect(201);
-    let by_ticket = format!(
-        "/ws/conversations?ticket={}",
-        t.body["ticket"].as_str().unwrap()
-    );
+    // A ticket is not burned by a refusal (unversioned path, as clients may use).
+    let by_ticket = ticket_url(&app, &i)
+        .await
+        .trim_start_matches("/v1")
+        .to_owned();
     let (status, body) = app.ws(&by_ticket, &[]).await.err().expect("refused");
     assert_eq!(
         (status, body["code"].as_str()),

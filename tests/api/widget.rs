@@ -210,14 +210,7 @@ async fn a_shopper_and_the_team_talk_through_the_widget_and_a_reload_keeps_the_h
     let store_id = app.open_store(&owner, "Org").await;
     let p = format!("/v1/stores/{store_id}");
     let key = app.chat_channel(&owner, &p, json!([])).await;
-    let auth = format!("Bearer {owner}");
-    let mut team = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={store_id}"),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("agent socket");
+    let mut team = app.team_socket(&owner, &store_id).await;
 
     let browser = demo_page(&app, &key).await;
     browser.click(BUBBLE).await;
@@ -475,14 +468,7 @@ async fn the_widget_pasted_on_the_shops_own_site_talks_to_the_api_across_origins
     let (site, stranger) = (shop_site(app.addr).await, shop_site(app.addr).await);
     let origin = url(site, "/").trim_end_matches('/').to_owned();
     let key = app.chat_channel(&owner, &p, json!([origin])).await;
-    let auth = format!("Bearer {owner}");
-    let mut team = app
-        .ws(
-            &format!("/v1/ws/conversations?store_id={store_id}"),
-            &[("authorization", &auth)],
-        )
-        .await
-        .expect("agent socket");
+    let mut team = app.team_socket(&owner, &store_id).await;
 
     let browser = Browser::start().await;
     browser.open(&shop_page(site, &key)).await;

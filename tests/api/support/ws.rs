@@ -91,3 +91,16 @@ impl Ws {
             .unwrap();
     }
 }
+
+impl TestApp {
+    /// A team socket on `store_id` with the bearer `token` (its `hello` still to be read).
+    pub async fn team_socket(&self, token: &str, store_id: &str) -> Ws {
+        let auth = format!("Bearer {token}");
+        self.ws(
+            &format!("/v1/ws/conversations?store_id={store_id}"),
+            &[("authorization", &auth)],
+        )
+        .await
+        .expect("the team socket opens")
+    }
+}
