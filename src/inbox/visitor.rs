@@ -320,7 +320,12 @@ impl crate::http::cors::CrossOrigin for WidgetOrigins {
             return (!key.is_empty()).then(|| format!("key:{key}"));
         }
         // /v1/stores/{s}/conversations/{c}/messages/{m}/attachments/{i}
-        let parts: Vec<&str> = path.strip_prefix("/v1/stores/")?.split('/').collect();
+        // Runs on every request: the cheap test first, the split only for attachment paths.
+        let rest = path.strip_prefix("/v1/stores/")?;
+        if !rest.contains("/attachments/") {
+            return None;
+        }
+        let parts: Vec<&str> = rest.split('/').collect();
         match parts[..] {
             [s, "conversations", c, "messages", _, "attachments", _] => {
                 Some(format!("conversation:{s}:{c}"))
