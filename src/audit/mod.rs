@@ -1,7 +1,9 @@
 //! The audit trail (issue 4): every write made in a store, by any credential, is recorded
 //! in the same transaction as the write itself, with the acting user, the token's name when
 //! a store API token was used, and the request's trace id. `GET /stores/{id}/audit-log`
-//! (audit.read) reads it, newest first.
+//! (audit.read) reads it, newest first. `via` names the path a write came through when it
+//! was not an ordinary request: `assistant` for a write the assistant proposed and the named
+//! user approved (issue 16).
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
@@ -32,7 +34,13 @@ pub struct Actor {
     pub user_id: UserId,
     pub token_name: Option<String>,
     pub trace_id: String,
+    /// None for an ordinary request; [`VIA_ASSISTANT`] for a write the assistant proposed
+    /// and `user_id` approved.
+    pub via: Option<String>,
 }
+
+/// The `via` of a write the assistant proposed and a user approved.
+pub const VIA_ASSISTANT: &str = "assistant";
 
 impl Actor {
     pub fn of(scope: &StoreScope) -> Self {
@@ -45,6 +53,16 @@ impl Actor {
                 Credential::Session { .. } => None,
             },
             trace_id: scope.trace_id.clone(),
+            via: None,
+        }
+    }
+
+    /// The same user's write, made through the assistant: they approved what it proposed.
+    #[must_use]
+    pub fn via_assistant(self) -> Self {
+        Self {
+            via: Some(VIA_ASSISTANT.to_owned()),
+            ..self
         }
     }
 
@@ -56,6 +74,7 @@ impl Actor {
             user_id,
             token_name: None,
             trace_id: trace_id.to_owned(),
+            via: None,
         }
     }
 }
@@ -73,8 +92,8 @@ pub fn record(
     crate::db::exec(
         tx,
         "INSERT INTO audit_log (id, store_id, tenant_id, actor_user_id, token_name, action,
-                                resource_type, resource_id, trace_id, created_at)
-         VALUES (?1, ?2, ?10, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                resource_type, resource_id, trace_id, created_at, via)
+         VALUES (?1, ?2, ?10, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?11)",
         params![
             uuid::Uuid::now_v7().to_string(),
             actor.store_id,
@@ -85,7 +104,8 @@ pub fn record(
             resource_id,
             actor.trace_id,
             time::format(now),
-            actor.tenant_id
+            actor.tenant_id,
+            actor.via
         ],
     )?;
     Ok(())
@@ -103,6 +123,9 @@ pub struct AuditEntryOut {
     pub resource_id: String,
     pub trace_id: String,
     pub created_at: String,
+    /// Null for an ordinary request; `assistant` when the assistant proposed the write and
+    /// `actor_user_id` approved it.
+    pub via: Option<String>,
 }
 
 fn row(r: &Row<'_>) -> rusqlite::Result<AuditEntryOut> {
@@ -115,6 +138,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<AuditEntryOut> {
         resource_id: r.get(5)?,
         trace_id: r.get(6)?,
         created_at: r.get(7)?,
+        via: r.get(8)?,
     })
 }
 
@@ -130,7 +154,7 @@ fn list(
     });
     let mut stmt = c.prepare_cached(&format!(
         "SELECT id, actor_user_id, token_name, action, resource_type, resource_id, trace_id,
-                created_at
+                created_at, via
          FROM audit_log WHERE store_id = ?1 AND (created_at, id) < (?2, ?3)
          ORDER BY created_at DESC, id DESC LIMIT {limit} OFFSET ?4"
     ))?;

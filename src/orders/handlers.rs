@@ -469,6 +469,7 @@ pub async fn refund_order(
                     user_id: actor.user_id,
                     token_name: actor.token_name.as_deref(),
                     trace_id: &actor.trace_id,
+                    via: actor.via.as_deref(),
                 };
                 store::insert_refund(
                     tx,
@@ -488,6 +489,7 @@ pub async fn refund_order(
                     actor_user_id: Some(actor.user_id),
                     actor_token_name: actor.token_name.clone(),
                     trace_id: Some(actor.trace_id.clone()),
+                    actor_via: actor.via.clone(),
                 }))
             })
             .await?;

@@ -118,6 +118,7 @@ fn actor_of(tx: &Transaction<'_>, held: &HeldRefund) -> Result<Actor, AppError> 
             .trace_id
             .clone()
             .unwrap_or_else(|| "refund-check".to_owned()),
+        via: held.actor_via.clone(),
     })
 }
 

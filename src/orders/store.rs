@@ -305,6 +305,8 @@ pub struct HeldRefund {
     pub actor_user_id: Option<UserId>,
     pub actor_token_name: Option<String>,
     pub trace_id: Option<String>,
+    /// The requester's `via` (the assistant, when it proposed the refund).
+    pub actor_via: Option<String>,
 }
 
 /// Who asked for a refund, kept for the audit entry of the background check.
@@ -312,6 +314,7 @@ pub struct Requester<'a> {
     pub user_id: UserId,
     pub token_name: Option<&'a str>,
     pub trace_id: &'a str,
+    pub via: Option<&'a str>,
 }
 
 /// Writes a refund (pending unless the seeder records a finished one). `asking_until` marks
@@ -330,8 +333,8 @@ pub fn insert_refund(
         tx,
         "INSERT INTO refunds (id, store_id, order_id, payment_id, amount_cents, reason, status,
                               client_key, provider_key, asking_until, actor_user_id,
-                              actor_token_name, trace_id, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                              actor_token_name, trace_id, created_at, actor_via)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             r.id,
             store,
@@ -346,7 +349,8 @@ pub fn insert_refund(
             by.map(|b| b.user_id),
             by.and_then(|b| b.token_name),
             by.map(|b| b.trace_id),
-            r.created_at
+            r.created_at,
+            by.and_then(|b| b.via)
         ],
     )?;
     Ok(())
@@ -354,7 +358,7 @@ pub fn insert_refund(
 
 const REFUND_COLUMNS: &str = "r.id, r.order_id, r.payment_id, r.amount_cents, r.reason, r.status,
     r.created_at, r.store_id, p.provider, r.provider_key, r.actor_user_id, r.actor_token_name,
-    r.trace_id";
+    r.trace_id, r.actor_via";
 
 fn held_row(r: &Row<'_>) -> rusqlite::Result<HeldRefund> {
     Ok(HeldRefund {
@@ -373,6 +377,7 @@ fn held_row(r: &Row<'_>) -> rusqlite::Result<HeldRefund> {
         actor_user_id: r.get(10)?,
         actor_token_name: r.get(11)?,
         trace_id: r.get(12)?,
+        actor_via: r.get(13)?,
     })
 }
 

@@ -294,6 +294,7 @@ pub async fn accept_invite(
                 user_id,
                 token_name: None,
                 trace_id: trace.0,
+                via: None,
             };
             audit::record(tx, &actor, "invite.accepted", "invite", &invite.id, now)?;
             signs_in

@@ -1,6 +1,6 @@
 //! Store members and the audit trail (issue 4).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{TestApp, get, patch, post, spawn_app};
 
@@ -232,6 +232,11 @@ async fn every_store_write_is_in_the_audit_trail() {
         renamed.header("x-trace-id").unwrap()
     );
     assert_eq!(entries[2]["resource_type"], "store");
+    // Ordinary requests, by session or token, went through no assistant.
+    for e in entries {
+        assert!(e.as_object().unwrap().contains_key("via"), "{e}");
+        assert_eq!(e["via"], Value::Null, "{e}");
+    }
     // Organization-level writes are recorded too, without a store.
     assert_eq!(
         app.count(
