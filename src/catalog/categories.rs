@@ -3,9 +3,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::handlers::check_slug;
 use super::model::{CategoryIn, CategoryOut, CategoryPatch};
 use super::store;
+use super::writes::check_slug;
 use crate::audit::{self, Actor};
 use crate::error::AppError;
 use crate::http::auth::StoreScope;

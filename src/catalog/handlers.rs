@@ -3,8 +3,11 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::model::{ProductFilter, ProductIn, ProductOut, ProductPatch, ProductStatus, VariantIn};
+use super::model::{ProductFilter, ProductIn, ProductOut, ProductPatch, ProductStatus};
 use super::store::{self, ProductQuery, Sort};
+use super::writes::{
+    self, check_tags, check_variants, publish_product, set_children, slug_and_description,
+};
 use crate::audit::Actor;
 use crate::error::AppError;
 use crate::events::Event;
@@ -17,123 +20,6 @@ use crate::state::AppState;
 use crate::webhooks;
 
 type ErrorBody = crate::error::ErrorBody;
-
-/// A slug as given: lowercase letters, digits and single hyphens.
-pub fn check_slug(v: &str) -> Result<String, AppError> {
-    if v.is_empty() || v.len() > 120 || slug::slugify(v) != v {
-        return Err(AppError::field(
-            "slug",
-            "must be lowercase letters, digits and hyphens (at most 120)",
-        ));
-    }
-    Ok(v.to_owned())
-}
-
-/// The optional text fields a create and an update check alike.
-fn slug_and_description(
-    slug: &Option<String>,
-    description: &Option<String>,
-) -> Result<(Option<String>, Option<String>), AppError> {
-    let slug = slug.as_deref().map(check_slug).transpose()?;
-    let description = description
-        .as_deref()
-        .map(|d| text("description", d, 0, 65_535))
-        .transpose()?;
-    Ok((slug, description))
-}
-
-fn check_tags(tags: &[String]) -> Result<Vec<String>, AppError> {
-    if tags.len() > 50 {
-        return Err(AppError::field("tags", "at most 50 tags"));
-    }
-    let mut out: Vec<String> = Vec::new();
-    for t in tags {
-        let t = text("tags", t, 1, 64)?;
-        if !out.contains(&t) {
-            out.push(t);
-        }
-    }
-    Ok(out)
-}
-
-fn check_variants(variants: &[VariantIn]) -> Result<Vec<VariantIn>, AppError> {
-    if variants.is_empty() || variants.len() > 100 {
-        return Err(AppError::field(
-            "variants",
-            "a product has 1 to 100 variants",
-        ));
-    }
-    let mut out: Vec<VariantIn> = Vec::new();
-    for (i, v) in variants.iter().enumerate() {
-        let at = |f: &str| format!("variants[{i}].{f}");
-        let sku = text(&at("sku"), &v.sku, 1, 64)?;
-        if out.iter().any(|o| o.sku == sku) {
-            return Err(AppError::field(
-                at("sku"),
-                format!("SKU {sku} appears twice"),
-            ));
-        }
-        if v.price_cents < 0 {
-            return Err(AppError::field(at("price_cents"), "must be 0 or more"));
-        }
-        for (name, val) in [
-            ("compare_at_price_cents", v.compare_at_price_cents),
-            ("weight_grams", v.weight_grams),
-            ("on_hand", v.on_hand),
-            ("low_stock_threshold", v.low_stock_threshold),
-        ] {
-            if val.is_some_and(|n| n < 0) {
-                return Err(AppError::field(at(name), "must be 0 or more"));
-            }
-        }
-        if v.id.is_some() && v.on_hand.is_some() {
-            return Err(AppError::field(
-                at("on_hand"),
-                "change an existing variant's stock with an inventory adjustment",
-            ));
-        }
-        let title = v
-            .title
-            .as_deref()
-            .map(|t| text(&at("title"), t, 1, 255))
-            .transpose()?;
-        out.push(VariantIn {
-            sku,
-            title,
-            ..v.clone()
-        });
-    }
-    Ok(out)
-}
-
-/// The write both create and update end with: categories and variants checked and set.
-fn set_children(
-    tx: &rusqlite::Transaction<'_>,
-    store: StoreId,
-    id: ProductId,
-    categories: Option<&[crate::ids::CategoryId]>,
-    variants: Option<&[VariantIn]>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<(), AppError> {
-    if let Some(cats) = categories {
-        if let Some(c) = store::unknown_category(tx, store, cats)? {
-            return Err(AppError::field(
-                "category_ids",
-                format!("{c} is not a category of this store"),
-            ));
-        }
-        store::set_categories(tx, id, cats)?;
-    }
-    if let Some(vs) = variants
-        && let Err(v) = store::set_variants(tx, store, id, vs, now)?
-    {
-        return Err(AppError::field(
-            "variants",
-            format!("{v} is not a variant of this product"),
-        ));
-    }
-    Ok(())
-}
 
 /// The store's products; filters `status`, `category_id`, `search`; `sort`.
 #[utoipa::path(get, path = "/stores/{store_id}/products", tag = "catalog", security(("bearer" = [])),
@@ -224,26 +110,6 @@ pub async fn create_product(
     Ok((StatusCode::CREATED, Json(product)))
 }
 
-/// Reads a product just written back as the API shows it, and publishes the change with it.
-fn publish_product(
-    tx: &rusqlite::Transaction<'_>,
-    actor: &Actor,
-    (store, id): (StoreId, ProductId),
-    event: Event,
-    action: &str,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<ProductOut, AppError> {
-    let p = store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
-    let change = webhooks::Change {
-        event,
-        data: &p,
-        action,
-        resource_id: &id.to_string(),
-    };
-    webhooks::publish_change(tx, actor, &change, now)?;
-    Ok(p)
-}
-
 /// One product.
 #[utoipa::path(get, path = "/stores/{store_id}/products/{product_id}", tag = "catalog",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("product_id" = ProductId, Path)),
@@ -275,51 +141,8 @@ pub async fn update_product(
     Json(input): Json<ProductPatch>,
 ) -> Result<Json<ProductOut>, AppError> {
     scope.require(Permission::ProductsWrite)?;
-    let title = input
-        .title
-        .as_deref()
-        .map(|t| text("title", t, 1, 255))
-        .transpose()?;
-    let (slug, description) = slug_and_description(&input.slug, &input.description)?;
-    let tags = input.tags.as_deref().map(check_tags).transpose()?;
-    let variants = input.variants.as_deref().map(check_variants).transpose()?;
-    let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
-    let (status, categories) = (input.status, input.category_ids);
-    let product = st
-        .db
-        .write(move |tx| {
-            let found = store::update_product(
-                tx,
-                store,
-                id,
-                title.as_deref(),
-                slug.as_deref(),
-                description.as_deref(),
-                status,
-                tags.as_deref(),
-                now,
-            )?;
-            if !found {
-                return Err(AppError::not_found("product"));
-            }
-            set_children(
-                tx,
-                store,
-                id,
-                categories.as_deref(),
-                variants.as_deref(),
-                now,
-            )?;
-            publish_product(
-                tx,
-                &actor,
-                (store, id),
-                Event::ProductsUpdated,
-                "product.updated",
-                now,
-            )
-        })
-        .await?;
+    let product =
+        writes::update_product(&st, &Actor::of(&scope), scope.store_id, ids.1, input).await?;
     Ok(Json(product))
 }
 

@@ -7,11 +7,14 @@
 //! - Every write records its event (`products.created|updated|deleted`) and audit entry in
 //!   the transaction of the change.
 //! - Lists are keyset-paged on (sort column, id) with an index per order.
+//! - A write the assistant also makes lives in [`writes`], which the handler calls: one path
+//!   for validation, events and audit, whoever asks.
 
 pub mod categories;
 pub mod handlers;
 pub mod model;
 pub mod store;
+pub mod writes;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
