@@ -14,12 +14,15 @@
 //!   until the provider answers for sure, and only a refusal releases it (see [`refunds`]).
 //! - Every change rewrites the order's stored `rendered` JSON (what reads serve), records its event
 //!   (`orders.*`) and audit entry, all in one transaction.
+//! - Changing an order and refunding it live in [`writes`], which the handlers and the
+//!   assistant call alike: one path for validation, events and audit.
 
 pub mod handlers;
 pub mod model;
 pub mod payments;
 pub mod refunds;
 pub mod store;
+pub mod writes;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
