@@ -4,14 +4,14 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use super::model::{AdjustmentIn, AdjustmentOut, InventoryFilter, InventoryItem};
-use super::store::{self, Change, insufficient};
-use crate::audit::{self, Actor};
+use super::{store, writes};
+use crate::audit::Actor;
 use crate::error::AppError;
 use crate::http::auth::StoreScope;
-use crate::http::extract::{Json, Path, text};
+use crate::http::extract::{Json, Path};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
-use crate::ids::{AdjustmentId, StoreId, VariantId};
+use crate::ids::{StoreId, VariantId};
 use crate::state::AppState;
 
 type ErrorBody = crate::error::ErrorBody;
@@ -62,45 +62,6 @@ pub async fn adjust_stock(
     Json(input): Json<AdjustmentIn>,
 ) -> Result<(StatusCode, Json<AdjustmentOut>), AppError> {
     scope.require(Permission::InventoryWrite)?;
-    if input.delta == 0 || !(-1_000_000..=1_000_000).contains(&input.delta) {
-        return Err(AppError::field(
-            "delta",
-            "must be a non-zero whole number of units, at most 1000000 either way",
-        ));
-    }
-    let reason = text("reason", &input.reason, 1, 255)?;
-    let (store, variant, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
-    let delta = input.delta;
-    let out = st
-        .db
-        .write(move |tx| {
-            let level = match store::change(tx, store, variant, delta, 0, now)? {
-                Change::Done(level) => level,
-                Change::Missing => return Err(AppError::not_found("variant")),
-                Change::Short(level) => return Err(insufficient(&level, -delta)),
-            };
-            let id = AdjustmentId::new();
-            store::log_adjustment(tx, store, id, &level, delta, &reason, now)?;
-            audit::record(
-                tx,
-                &actor,
-                "inventory.adjusted",
-                "variant",
-                &variant.to_string(),
-                now,
-            )?;
-            Ok(AdjustmentOut {
-                id,
-                variant_id: variant,
-                delta,
-                reason,
-                on_hand: level.on_hand,
-                reserved: level.reserved,
-                available: level.available,
-                low_stock_threshold: level.low_stock_threshold,
-                created_at: crate::time::format(now),
-            })
-        })
-        .await?;
+    let out = writes::adjust_stock(&st, &Actor::of(&scope), scope.store_id, ids.1, input).await?;
     Ok((StatusCode::CREATED, Json(out)))
 }

@@ -10,10 +10,13 @@
 //! - A variant is low on stock when `available <= low_stock_threshold`. Crossing into low
 //!   fires `inventory.low_stock`, crossing out fires `inventory.back_in_stock`, once per
 //!   crossing, in the transaction of the change that crossed.
+//! - An adjustment is [`writes::adjust_stock`], which the handler and the assistant call
+//!   alike: one path for validation, events and audit.
 
 pub mod handlers;
 pub mod model;
 pub mod store;
+pub mod writes;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
