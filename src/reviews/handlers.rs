@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use super::model::{ReviewFilter, ReviewIn, ReviewOut, ReviewPatch, ReviewStatus};
-use super::store;
+use super::{store, writes};
 use crate::audit::{self, Actor};
 use crate::db::rendered::RenderedJson;
 use crate::error::AppError;
@@ -120,6 +120,8 @@ pub async fn import_review(
                 updated_at: at,
                 product_slug,
                 product_title,
+                reply: None,
+                replied_at: None,
             };
             store::insert(tx, &r)?;
             audit::record(
@@ -153,8 +155,9 @@ pub async fn get_review(
         .ok_or_else(not_found)
 }
 
-/// Moderates a review: `status` is required. Approving or rejecting updates the product's
-/// rating, which counts approved reviews only.
+/// Moderates a review (`status` is required; approving or rejecting updates the product's
+/// rating, which counts approved reviews only) and sets the store's public `reply` (at most
+/// 2,000 characters; `""` or null removes it, leaving it out keeps it).
 #[utoipa::path(patch, path = "/stores/{store_id}/reviews/{review_id}", tag = "reviews",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("review_id" = ReviewId, Path)),
     request_body = ReviewPatch,
@@ -165,16 +168,9 @@ pub async fn update_review(
     scope: StoreScope,
     Path(ids): Path<(StoreId, ReviewId)>,
     Json(input): Json<ReviewPatch>,
-) -> Result<RenderedJson, AppError> {
+) -> Result<Json<ReviewOut>, AppError> {
     scope.require(Permission::ReviewsWrite)?;
-    let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
-    st.db
-        .write(move |tx| {
-            // Setting the status it has changes nothing and records nothing.
-            if store::set_status(tx, store, id, input.status, &crate::time::format(now))? {
-                audit::record(tx, &actor, "review.updated", "review", &id.to_string(), now)?;
-            }
-            store::get_rendered(tx, store, id)?.ok_or_else(not_found)
-        })
-        .await
+    let review =
+        writes::update_review(&st, &Actor::of(&scope), scope.store_id, ids.1, input).await?;
+    Ok(Json(review))
 }

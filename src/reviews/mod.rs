@@ -9,10 +9,14 @@
 //! - `is_verified_purchase` is derived, never sent: the review names an order of the store
 //!   that contains the product and was paid (not pending, cancelled or refunded).
 //! - Every query is scoped by store; every write records its audit entry.
+//! - A review may carry the store's public `reply` (at most 2,000 characters) and its
+//!   `replied_at`; moderating and replying are [`writes::update_review`], which the handler
+//!   and the assistant call alike.
 
 pub mod handlers;
 pub mod model;
 pub mod store;
+pub mod writes;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;

@@ -24,7 +24,7 @@ impl ReviewStatus {
     }
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ReviewOut {
     pub id: ReviewId,
     pub store_id: StoreId,
@@ -42,6 +42,10 @@ pub struct ReviewOut {
     pub updated_at: String,
     pub product_slug: String,
     pub product_title: String,
+    /// The store's public reply; null without one.
+    pub reply: Option<String>,
+    /// When the reply was last set; null without one.
+    pub replied_at: Option<String>,
 }
 
 /// A review imported from elsewhere (another platform, an e-mail campaign).
@@ -67,6 +71,11 @@ pub struct ReviewIn {
 pub struct ReviewPatch {
     /// Required.
     pub status: ReviewStatus,
+    /// The store's public reply, at most 2,000 characters after trimming; `""` or null
+    /// removes it, leaving it out keeps it.
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
+    #[schema(value_type = Option<String>)]
+    pub reply: Option<Option<String>>,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

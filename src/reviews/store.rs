@@ -11,8 +11,8 @@ pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
     tx.prepare_cached(
         "INSERT INTO reviews (id, store_id, product_id, customer_id, order_id, author_name,
                               author_email, title, body, rating, status, is_verified_purchase,
-                              created_at, updated_at, rendered)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                              created_at, updated_at, rendered, reply, replied_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?
     .execute(params![
         r.id,
@@ -29,7 +29,9 @@ pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
         r.is_verified_purchase,
         r.created_at,
         r.updated_at,
-        serde_json::to_string(r).map_err(AppError::internal)?
+        serde_json::to_string(r).map_err(AppError::internal)?,
+        r.reply,
+        r.replied_at
     ])?;
     Ok(())
 }
@@ -41,6 +43,14 @@ pub fn get_rendered(
     id: ReviewId,
 ) -> Result<Option<RenderedJson>, AppError> {
     TABLE.get(c, store, &id)
+}
+
+/// The review as the API shows it, typed (for a caller that works with it rather than
+/// answering it as is).
+pub fn get(c: &Connection, store: StoreId, id: ReviewId) -> Result<Option<ReviewOut>, AppError> {
+    get_rendered(c, store, id)?
+        .map(|r| serde_json::from_str(&r.0).map_err(AppError::internal))
+        .transpose()
 }
 
 /// Moves a review to `status`; false when the store has no such review in another status.
@@ -57,6 +67,26 @@ pub fn set_status(
                 rendered = json_set(rendered, '$.status', ?3, '$.updated_at', ?4)
          WHERE store_id = ?1 AND id = ?2 AND status <> ?3",
         params![store, id, status.as_str(), now],
+    )? == 1)
+}
+
+/// Sets the review's reply (None removes it), stamping `replied_at`; false when the store has
+/// no such review or its reply is already that.
+pub fn set_reply(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: ReviewId,
+    reply: Option<&str>,
+    now: &str,
+) -> Result<bool, AppError> {
+    Ok(crate::db::exec(
+        tx,
+        "UPDATE reviews SET reply = ?3, replied_at = iif(?3 IS NULL, NULL, ?4), updated_at = ?4,
+                rendered = json_set(rendered, '$.reply', ?3,
+                                    '$.replied_at', iif(?3 IS NULL, NULL, ?4),
+                                    '$.updated_at', ?4)
+         WHERE store_id = ?1 AND id = ?2 AND reply IS NOT ?3",
+        params![store, id, reply, now],
     )? == 1)
 }
 

@@ -415,6 +415,8 @@ fn seed_reviews(
             updated_at: at,
             product_slug: slug,
             product_title: title,
+            reply: None,
+            replied_at: None,
         };
         reviews::insert(tx, &r)?;
     }

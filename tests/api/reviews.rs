@@ -357,3 +357,180 @@ async fn the_review_list_filters_and_pages_stably_while_reviews_arrive() {
             .expect_error(422, "validation_failed");
     }
 }
+
+#[tokio::test]
+async fn the_store_replies_to_a_review_changes_and_removes_the_reply() {
+    let shop = Shop::open(spawn_app().await, 10).await;
+    let review = shop.review(json!({})).await.body.clone();
+    assert_eq!(review["reply"], Value::Null);
+    assert_eq!(review["replied_at"], Value::Null);
+    let path = shop.path(&format!("reviews/{}", review["id"].as_str().unwrap()));
+    let audited = || async {
+        let log = shop
+            .app
+            .call(
+                get(),
+                &shop.path("audit-log?include_total=true"),
+                &shop.token,
+                None,
+            )
+            .await;
+        log.expect(200);
+        let entries = log.body["data"].as_array().unwrap().clone();
+        let updated: Vec<Value> = entries
+            .into_iter()
+            .filter(|e| e["action"] == "review.updated")
+            .collect();
+        updated
+    };
+    let events = || shop.app.count("SELECT COUNT(*) FROM events");
+    let before = events().await;
+
+    // A status change: audited, and no event (reviews have none in the catalog).
+    shop.moderate(&review, "approved").await;
+    assert_eq!(audited().await.len(), 1);
+
+    // Set (trimmed), with the status it already has.
+    shop.app.clock.advance(chrono::Duration::seconds(5));
+    let set = shop
+        .app
+        .call(
+            patch(),
+            &path,
+            &shop.token,
+            Some(json!({"status": "approved", "reply": "  Thank you, Ana!  "})),
+        )
+        .await;
+    set.expect(200);
+    let at = merchant_admin::time::format(shop.app.clock_now());
+    assert_eq!(set.body["reply"], "Thank you, Ana!");
+    assert_eq!(set.body["replied_at"], at.as_str());
+    assert_eq!(set.body["updated_at"], at.as_str());
+    assert_eq!(set.body["status"], "approved");
+    // Reads show what the write answered, one review and the list alike.
+    assert_eq!(
+        shop.read(&format!("reviews/{}", review["id"].as_str().unwrap()))
+            .await,
+        set.body
+    );
+    assert_eq!(shop.read("reviews").await["data"][0], set.body);
+    let entries = audited().await;
+    assert_eq!(entries.len(), 2, "a reply is audited as a status change is");
+    assert_eq!(entries[0]["resource_id"], review["id"]);
+    assert_eq!(entries[0]["resource_type"], "review");
+    assert_eq!(entries[0]["via"], Value::Null);
+
+    // The same reply again changes nothing and records nothing.
+    shop.app.clock.advance(chrono::Duration::seconds(5));
+    let same = shop
+        .app
+        .call(
+            patch(),
+            &path,
+            &shop.token,
+            Some(json!({"status": "approved", "reply": "Thank you, Ana!"})),
+        )
+        .await;
+    same.expect(200);
+    assert_eq!(same.body["replied_at"], at.as_str());
+    assert_eq!(audited().await.len(), 2);
+
+    // Changed, with a new status: one change, one entry; leaving `reply` out keeps it.
+    let changed = shop
+        .app
+        .call(
+            patch(),
+            &path,
+            &shop.token,
+            Some(json!({"status": "rejected", "reply": "Thanks, we fixed the sizes."})),
+        )
+        .await;
+    changed.expect(200);
+    let later = merchant_admin::time::format(shop.app.clock_now());
+    assert_eq!(changed.body["reply"], "Thanks, we fixed the sizes.");
+    assert_eq!(changed.body["replied_at"], later.as_str());
+    assert_eq!(changed.body["status"], "rejected");
+    assert_eq!(audited().await.len(), 3);
+    let kept = shop.moderate(&review, "approved").await;
+    assert_eq!(kept["reply"], "Thanks, we fixed the sizes.");
+    assert_eq!(kept["replied_at"], later.as_str());
+    assert_eq!(audited().await.len(), 4);
+
+    // Too long, after trimming: 422 on `reply`, nothing written.
+    let at_limit = "é".repeat(2000);
+    for (reply, ok) in [
+        (format!("  {at_limit}  "), true),
+        (format!("{at_limit}x"), false),
+    ] {
+        let r = shop
+            .app
+            .call(
+                patch(),
+                &path,
+                &shop.token,
+                Some(json!({"status": "rejected", "reply": reply})),
+            )
+            .await;
+        if ok {
+            r.expect(200);
+            assert_eq!(r.body["reply"], at_limit.as_str());
+        } else {
+            r.expect_error(422, "validation_failed");
+            assert!(
+                r.body["details"]["fields"]["reply"].is_string(),
+                "{}",
+                r.text
+            );
+        }
+    }
+    let after = shop
+        .read(&format!("reviews/{}", review["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(
+        (after["status"].as_str(), after["reply"].as_str()),
+        (Some("rejected"), Some(at_limit.as_str()))
+    );
+    assert_eq!(audited().await.len(), 5);
+    for bad in [
+        json!({"reply": "hi"}),
+        json!({"status": "approved", "reply": 5}),
+    ] {
+        shop.app
+            .call(patch(), &path, &shop.token, Some(bad))
+            .await
+            .expect_error(422, "validation_failed");
+    }
+
+    // Removed by "" (blank after trimming) and by null.
+    for removal in [json!("   "), Value::Null] {
+        shop.app
+            .call(
+                patch(),
+                &path,
+                &shop.token,
+                Some(json!({"status": "rejected", "reply": "Back soon."})),
+            )
+            .await
+            .expect(200);
+        let removed = shop
+            .app
+            .call(
+                patch(),
+                &path,
+                &shop.token,
+                Some(json!({"status": "rejected", "reply": removal})),
+            )
+            .await;
+        removed.expect(200);
+        assert_eq!(removed.body["reply"], Value::Null, "{removal}");
+        assert_eq!(removed.body["replied_at"], Value::Null, "{removal}");
+        assert_eq!(
+            shop.read(&format!("reviews/{}", review["id"].as_str().unwrap()))
+                .await,
+            removed.body
+        );
+    }
+    assert_eq!(audited().await.len(), 9);
+    // Neither moderation nor replies emit an event: the same for both.
+    assert_eq!(events().await, before);
+}
