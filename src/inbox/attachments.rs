@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::conversations::{MAX_MESSAGE_CHARS, message_text, not_found};
+use super::conversations::not_found;
 use super::model::{MessageIn, NewFile};
 use super::store;
 use super::visitor::visitor_token;
@@ -48,9 +48,10 @@ pub struct MessageUpload {
     pub files: Vec<String>,
 }
 
-/// A send's body: JSON `{text}`, or multipart with a `text` field and file parts. Text is
-/// checked as for any message (422 `empty_message`, `message_too_long`), except that a
-/// message with files may have none.
+/// A send's body: JSON `{text}`, or multipart with a `text` field and file parts (counted and
+/// sized here, as they stream). The text is as sent: [`super::writes`] checks it as for any
+/// message (422 `empty_message`, `message_too_long`), except that a message with files may
+/// have none.
 pub struct MessageBody {
     pub text: String,
     pub files: Vec<NewFile>,
@@ -72,7 +73,7 @@ impl<S: Send + Sync> FromRequest<S> for MessageBody {
         if !multipart {
             let Json(m) = Json::<MessageIn>::from_request(req, state).await?;
             return Ok(Self {
-                text: message_text(&m.text)?,
+                text: m.text,
                 files: Vec::new(),
             });
         }
@@ -115,14 +116,10 @@ impl<S: Send + Sync> FromRequest<S> for MessageBody {
                 data,
             });
         }
-        let text = text.unwrap_or_default();
-        let text = if files.is_empty() || !text.trim().is_empty() {
-            message_text(&text)?
-        } else {
-            String::new()
-        };
-        debug_assert!(text.chars().count() <= MAX_MESSAGE_CHARS);
-        Ok(Self { text, files })
+        Ok(Self {
+            text: text.unwrap_or_default(),
+            files,
+        })
     }
 }
 

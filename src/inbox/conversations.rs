@@ -6,13 +6,13 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 
 use super::attachments::MessageBody;
+use super::events;
 use super::model::{
-    ChannelKind, ConversationCounts, ConversationDetail, ConversationFilter, ConversationOut,
-    ConversationPatch, ConversationSort, ConversationStatus, DeliveryStatus, InboxRow,
-    MessageFilter, MessageIn, MessageOut, NoteIn, NoteOut, Sender, Sent, TypingIn,
+    ConversationCounts, ConversationDetail, ConversationFilter, ConversationOut, ConversationPatch,
+    ConversationSort, ConversationStatus, InboxRow, MessageFilter, MessageIn, MessageOut, NoteIn,
+    NoteOut, Sent, TypingIn,
 };
-use super::store::{self, ConversationChange, InboxQuery, MessageRange, NewMessage};
-use super::{events, outbound};
+use super::store::{self, ConversationChange, InboxQuery, MessageRange};
 use crate::audit::{self, Actor};
 use crate::error::{AppError, ErrorCode};
 use crate::http::auth::StoreScope;
@@ -330,60 +330,15 @@ pub async fn send_message(
     // Before the body is read: a caller who may not send does not get to upload 64 MiB.
     scope.require(Permission::ConversationsWrite)?;
     let MessageBody { text, files } = MessageBody::from_request(req, &st).await?;
-    let (store_id, id, user) = (scope.store_id, ids.1, scope.principal.user_id);
-    let (clock, cfg, hub) = (st.clock.clone(), st.cfg.clone(), st.hub.clone());
-    let link = st.public_url().to_owned();
-    let sent = st
-        .db
-        .write_publish(
-            move |tx| {
-                // Read on the writer: message times follow commit order (`created_after`).
-                let now = clock.now();
-                let conversation =
-                    store::get_conversation(tx, store_id, id)?.ok_or_else(not_found)?;
-                outbound::check_reply(&conversation, now, &cfg)?;
-                // The messaging app and e-mail send text only, so far: files would be dropped.
-                if !files.is_empty() && conversation.channel_kind != ChannelKind::StorefrontChat {
-                    return Err(AppError::field(
-                        "files",
-                        "files can be sent on chat conversations only",
-                    ));
-                }
-                let mid = MessageId::new();
-                store::insert_message(
-                    tx,
-                    &NewMessage {
-                        id: mid,
-                        conversation: id,
-                        store: store_id,
-                        sender: Sender::Agent,
-                        agent: Some(user),
-                        text: &text,
-                        external_id: None,
-                        delivery_status: DeliveryStatus::Sent,
-                    },
-                    now,
-                )?;
-                store::insert_attachments(tx, mid, &files)?;
-                outbound::enqueue_reply(tx, &conversation, mid, now)?;
-                // Tests fail a reply here, written but not committed: nothing may be published.
-                #[cfg(feature = "failpoints")]
-                if (|| {
-                    fail::fail_point!("inbox::reply_before_commit", |arg| arg.as_deref()
-                        == Some(text.as_str()));
-                    false
-                })() {
-                    return Err(AppError::internal(anyhow::anyhow!(
-                        "stopped before commit (fail point)"
-                    )));
-                }
-                let sent = sent(tx, store_id, id, mid)?.linked(&link);
-                let frames = events::sent(None, &sent.message, &sent.conversation);
-                Ok((sent, frames))
-            },
-            move |frames| hub.publish(&frames),
-        )
-        .await?;
+    let sent = super::writes::send_agent_message(
+        &st,
+        &Actor::of(&scope),
+        scope.store_id,
+        ids.1,
+        text,
+        files,
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(sent)))
 }
 

@@ -8,6 +8,9 @@
 //!   catch-up recipe (`after=<last id>`, then `cursor`) loses and repeats nothing.
 //! - A message and its conversation's counters (unread, waiting since, last activity) change
 //!   in one transaction.
+//! - A team member's reply is [`writes::send_agent_text`] (with files, the route's
+//!   multipart form), which the handler and the assistant call alike: one path for the
+//!   checks, the delivery job and the frames published after commit.
 
 pub mod attachments;
 pub mod channels;
@@ -22,6 +25,7 @@ pub mod snooze;
 pub mod sockets;
 pub mod store;
 pub mod visitor;
+pub mod writes;
 
 use axum::extract::DefaultBodyLimit;
 use utoipa_axum::router::OpenApiRouter;
