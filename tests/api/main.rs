@@ -32,3 +32,4 @@ mod tenants;
 mod two_factor;
 mod webhooks;
 mod widget;
+mod writes;
