@@ -86,6 +86,12 @@ pub enum MsgappProvider {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AssistantProvider {
+    None,
+    Openai,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Pretty,
     Json,
@@ -285,6 +291,31 @@ pub struct ServeArgs {
     /// `smtps://...` (TLS from the start). Unset, e-mail replies are refused (503).
     #[arg(long, env = "MERCHANT_ADMIN_SMTP_URL", hide_env_values = true)]
     pub smtp_url: Option<String>,
+
+    /// The language model behind the assistant: `none` (its routes answer 503
+    /// `assistant_unavailable`) or `openai`, any server speaking the OpenAI Chat Completions
+    /// API with streaming and tool calls (a hosted one, Ollama, llama.cpp's server, vLLM).
+    #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_PROVIDER", value_enum,
+          default_value_t = AssistantProvider::None)]
+    pub assistant_provider: AssistantProvider,
+
+    /// The model server's API base, up to and including its version segment
+    /// (`https://api.openai.com/v1`, Ollama's `http://127.0.0.1:11434/v1`).
+    #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_API_BASE")]
+    pub assistant_api_base: Option<String>,
+
+    /// Bearer token for --assistant-api-base (local servers usually need none).
+    #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_API_KEY", hide_env_values = true)]
+    pub assistant_api_key: Option<String>,
+
+    /// The model to ask (`gpt-4o-mini`, `llama3.1`, ...); required with `openai`.
+    #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_MODEL")]
+    pub assistant_model: Option<String>,
+
+    /// Messages each store may send the assistant per calendar month (UTC), until plans set it.
+    #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_MONTHLY_CAP",
+          default_value_t = defaults::ASSISTANT_MONTHLY_CAP)]
+    pub assistant_monthly_cap: u32,
 
     /// When unversioned paths were deprecated (RFC 3339); sent as the `Deprecation` header.
     #[arg(

@@ -36,6 +36,7 @@ pub mod defaults {
     pub const WEBHOOK_CONCURRENCY: u16 = 64;
     pub const WEBHOOK_ENDPOINT_CONCURRENCY: u16 = 8;
     /// When unversioned paths were deprecated (RFC 3339).
+    pub const ASSISTANT_MONTHLY_CAP: u32 = 500;
     pub const DEPRECATION_DATE: &str = "2026-09-29T00:00:00Z";
 }
 
@@ -110,6 +111,11 @@ pub struct Config {
     pub ws_recheck_poll: Duration,
     /// The relay the e-mail channel's replies go through (`--smtp-url`); None refuses them.
     pub smtp: Option<crate::mail::SmtpConfig>,
+    /// The assistant's language model (`--assistant-provider`); None: the assistant is
+    /// unavailable (503).
+    pub assistant: Option<crate::assistant::provider::ModelConfig>,
+    /// Messages each store may send the assistant per calendar month.
+    pub assistant_monthly_cap: u32,
 }
 
 /// Where platform events go, and the secret that signs them.
@@ -189,6 +195,8 @@ impl Config {
             ws_idle_timeout: Duration::from_secs(75),
             ws_recheck_poll: Duration::from_millis(250),
             smtp: None,
+            assistant: None,
+            assistant_monthly_cap: d::ASSISTANT_MONTHLY_CAP,
         }
     }
 
@@ -231,6 +239,8 @@ impl Config {
                         .map_err(|e| anyhow::anyhow!("--smtp-url: {e}"))
                 })
                 .transpose()?,
+            assistant: crate::assistant::provider::ModelConfig::from_args(a)?,
+            assistant_monthly_cap: a.assistant_monthly_cap,
             deprecation_date: parse_date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date

@@ -36,6 +36,7 @@ pub enum ErrorCode {
     MissingPermission,
     AccountDisabled,
     NotTokenOwner,
+    NotAMember,
     NotFound,
     RouteNotFound,
     MethodNotAllowed,
@@ -47,6 +48,8 @@ pub enum ErrorCode {
     InvalidStatusTransition,
     InsufficientStock,
     NoRefundablePayment,
+    AssistantBusy,
+    ActionAlreadyUndone,
     RequestTimeout,
     PayloadTooLarge,
     ValidationFailed,
@@ -56,12 +59,17 @@ pub enum ErrorCode {
     EmptyMessage,
     MessageTooLong,
     MsgappWindowClosed,
+    UndoNotSupported,
+    ConfirmationRequired,
     RequestHeaderFieldsTooLarge,
     RateLimited,
+    AssistantCapReached,
     InternalError,
     OtpDeliveryFailed,
     PaymentProviderFailed,
+    MsgappSendFailed,
     ServiceUnavailable,
+    AssistantUnavailable,
 }
 
 impl ErrorCode {
@@ -89,7 +97,8 @@ impl ErrorCode {
             Self::Forbidden
             | Self::MissingPermission
             | Self::AccountDisabled
-            | Self::NotTokenOwner => StatusCode::FORBIDDEN,
+            | Self::NotTokenOwner
+            | Self::NotAMember => StatusCode::FORBIDDEN,
             Self::NotFound | Self::RouteNotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict
@@ -99,7 +108,9 @@ impl ErrorCode {
             | Self::TotpAlreadyEnabled
             | Self::InvalidStatusTransition
             | Self::InsufficientStock
-            | Self::NoRefundablePayment => StatusCode::CONFLICT,
+            | Self::NoRefundablePayment
+            | Self::AssistantBusy
+            | Self::ActionAlreadyUndone => StatusCode::CONFLICT,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::ValidationFailed
@@ -108,12 +119,18 @@ impl ErrorCode {
             | Self::InvalidVerificationCode
             | Self::EmptyMessage
             | Self::MessageTooLong
-            | Self::MsgappWindowClosed => StatusCode::UNPROCESSABLE_ENTITY,
+            | Self::MsgappWindowClosed
+            | Self::UndoNotSupported => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::ConfirmationRequired => StatusCode::PRECONDITION_REQUIRED,
             Self::RequestHeaderFieldsTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited | Self::AssistantCapReached => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::OtpDeliveryFailed | Self::PaymentProviderFailed => StatusCode::BAD_GATEWAY,
-            Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::OtpDeliveryFailed | Self::PaymentProviderFailed | Self::MsgappSendFailed => {
+                StatusCode::BAD_GATEWAY
+            }
+            Self::ServiceUnavailable | Self::AssistantUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 }

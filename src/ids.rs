@@ -101,3 +101,7 @@ id_type!(ChannelId);
 id_type!(ConversationId);
 id_type!(MessageId);
 id_type!(NoteId);
+id_type!(AssistantConversationId);
+id_type!(AssistantMessageId);
+id_type!(ProposalId);
+id_type!(ActionId);

@@ -3,6 +3,7 @@
 //! exactly what production runs.
 
 pub mod api_tokens;
+pub mod assistant;
 pub mod audit;
 pub mod auth;
 #[cfg(feature = "bench-routes")]
@@ -71,6 +72,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(inventory::routes())
         .merge(reviews::routes())
         .merge(inbox::routes())
+        .merge(assistant::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

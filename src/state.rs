@@ -49,6 +49,8 @@ pub struct Shared {
     pub webhooks: crate::webhooks::delivery::Dispatcher,
     /// Where inbox events reach the open sockets.
     pub hub: Arc<crate::inbox::hub::Hub>,
+    /// The assistant turns running now (one per conversation).
+    pub assistant: Arc<crate::assistant::turn::Turns>,
     /// The serialized OpenAPI document, set once the router is built.
     pub openapi_json: Arc<OnceLock<Bytes>>,
     /// The origin of absolute links: `--public-url`, else set from the listening address
@@ -90,6 +92,7 @@ impl AppState {
             secret_box,
             webhooks,
             hub,
+            assistant: Arc::default(),
             openapi_json: Arc::new(OnceLock::new()),
             public_url: Arc::new(OnceLock::new()),
             _lock: Arc::new(lock),
@@ -114,6 +117,9 @@ fn job_registry() -> crate::jobs::Registry {
             crate::inbox::msgapp_channel::send_reply(&st, job).await
         },
     );
+    r.handle(|st, job: crate::assistant::phones::PhoneTurn| async move {
+        crate::assistant::phones::run_phone_turn(&st, job).await
+    });
     r.handle(|st, job: crate::inbox::snooze::Wake| async move {
         crate::inbox::snooze::wake(&st, job).await
     });
@@ -130,6 +136,9 @@ fn job_registry() -> crate::jobs::Registry {
     });
     r.purge("empty chat conversations", |tx, now, _| {
         crate::inbox::store::purge_empty_conversations(tx, now)
+    });
+    r.purge("assistant phone message ids", |tx, now, _| {
+        crate::assistant::phones::purge_inbound(tx, now)
     });
     r.purge("socket tickets", |tx, now, _| {
         crate::inbox::store::purge_tickets(tx, now)

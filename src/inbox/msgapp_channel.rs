@@ -451,6 +451,18 @@ fn inbound(
     if store::message_by_external_id(tx, ch.store_id, ch.id, &phone, &m.id)?.is_some() {
         return Ok(Vec::new()); // a repeated delivery
     }
+    // A team member's verified phone talks to the assistant, not to the inbox.
+    if crate::assistant::phones::take_inbound(
+        tx,
+        ch.store_id,
+        ch.id,
+        &phone,
+        &m.id,
+        &inbound_text(m),
+        now,
+    )? {
+        return Ok(Vec::new());
+    }
     let name = v
         .contacts
         .iter()

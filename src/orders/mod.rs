@@ -22,6 +22,7 @@ pub mod model;
 pub mod payments;
 pub mod refunds;
 pub mod store;
+pub mod summary;
 pub mod writes;
 
 use utoipa_axum::router::OpenApiRouter;

@@ -90,7 +90,8 @@ pub fn seed(
     let spacing = Duration::minutes(250);
     let sold = seed_orders(tx, &mut rng, store, &offers, &people, now, 500, spacing)?;
     seed_reviews(tx, &mut rng, store, &offers, &sold, now, 300, spacing)?;
-    seed_inbox(tx, &mut rng, out, now)
+    seed_inbox(tx, &mut rng, out, now)?;
+    seed_assistant(tx, out, &offers, now)
 }
 
 /// Adds `orders` orders and `reviews` reviews to a store that has products and customers,
@@ -634,5 +635,183 @@ fn seed_inbox(
             inbox::insert_note(tx, store, &note)?;
         }
     }
+    Ok(())
+}
+
+/// Two assistant conversations of the owner: one whose price change was approved and
+/// applied (an undoable action), one with a stock adjustment awaiting a decision.
+fn seed_assistant(
+    tx: &Transaction<'_>,
+    out: SetupOutput,
+    offers: &[Offer],
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    use crate::assistant::model::{ProposalStatus, Risk, Role};
+    use crate::assistant::provider::ToolCall;
+    use crate::assistant::store::{self as assistant, NewAction, NewMessage, NewProposal};
+    use crate::ids::{AssistantConversationId, ProposalId};
+    use serde_json::json;
+
+    let (store, user) = (out.store_id, out.user_id);
+    let Some(first) = offers.first() else {
+        return Ok(());
+    };
+    let Some(product) = catalog::get_product(tx, store, first.product)? else {
+        return Ok(());
+    };
+    let Some(v) = product.variants.iter().find(|v| v.id == first.variant) else {
+        return Ok(());
+    };
+    let (old, new) = (v.price_cents, v.price_cents + 1000);
+    fn tool_message<'a>(call: &'a ToolCall, content: &'a str) -> NewMessage<'a> {
+        NewMessage {
+            role: Role::Tool,
+            content,
+            tool_calls: None,
+            tool_call_id: Some(&call.id),
+            tool: Some(&call.name),
+            ended: None,
+        }
+    }
+    let ask = |conv, text: &str, call: &ToolCall, at| -> Result<(), AppError> {
+        assistant::append(tx, conv, &NewMessage::text(Role::User, text), at)?;
+        let calls = [call.clone()];
+        assistant::append(
+            tx,
+            conv,
+            &NewMessage {
+                tool_calls: Some(&calls),
+                ..NewMessage::text(Role::Assistant, "")
+            },
+            at,
+        )?;
+        Ok(())
+    };
+
+    // 1. A price change, approved and applied an hour ago.
+    let at = now - Duration::hours(1);
+    let conv = AssistantConversationId::new();
+    assistant::insert_conversation(tx, store, user, conv, "Preço da camiseta", at)?;
+    let args = json!({"variant_id": v.id, "price_cents": new});
+    let call = ToolCall {
+        id: "call_demo_1".into(),
+        name: "change_price".into(),
+        arguments: args.to_string(),
+    };
+    ask(
+        conv,
+        &format!("Aumente o preço de {} em R$ 10,00", product.title),
+        &call,
+        at,
+    )?;
+    let pid = ProposalId::new();
+    let summary = format!(
+        "Change the price of {} ({}, SKU {}) from BRL {}.{:02} to BRL {}.{:02}",
+        product.title,
+        v.title,
+        v.sku,
+        old / 100,
+        old % 100,
+        new / 100,
+        new % 100
+    );
+    assistant::insert_proposal(
+        tx,
+        &NewProposal {
+            id: pid,
+            store,
+            user,
+            conversation: conv,
+            tool_call_id: &call.id,
+            tool: &call.name,
+            arguments: &args,
+            summary: &summary,
+            risk: Risk::None,
+            expires_at: at + crate::assistant::turn::PROPOSAL_TTL,
+        },
+        at,
+    )?;
+    let waiting = json!({"status": "awaiting_approval", "proposal_id": pid}).to_string();
+    assistant::append(tx, conv, &tool_message(&call, &waiting), at)?;
+    let variants: Vec<VariantIn> = product
+        .variants
+        .iter()
+        .map(|x| VariantIn {
+            id: Some(x.id),
+            sku: x.sku.clone(),
+            price_cents: if x.id == v.id { new } else { x.price_cents },
+            title: Some(x.title.clone()),
+            compare_at_price_cents: x.compare_at_price_cents,
+            weight_grams: x.weight_grams,
+            on_hand: None,
+            low_stock_threshold: None,
+        })
+        .collect();
+    if let Err(bad) = catalog::set_variants(tx, store, product.id, &variants, at)? {
+        return Err(AppError::internal(anyhow::anyhow!("demo variant {bad}")));
+    }
+    crate::db::exec(
+        tx,
+        "UPDATE assistant_proposals SET status = 'applying' WHERE id = ?1",
+        [pid],
+    )?;
+    assistant::settle(tx, pid, ProposalStatus::Applied, at)?;
+    let proposal = assistant::proposal_by_id_unscoped(tx, pid, now)?;
+    assistant::insert_action(
+        tx,
+        &NewAction {
+            store,
+            user,
+            proposal: &proposal,
+            resource_type: "product",
+            resource_id: &product.id.to_string(),
+            undo: Some(&json!({"variant_id": v.id, "price_cents": old})),
+        },
+        at,
+    )?;
+    let note = format!("The user approved proposal {pid} ({summary}). It was applied.");
+    assistant::append(tx, conv, &NewMessage::text(Role::Decision, &note), at)?;
+    assistant::append(
+        tx,
+        conv,
+        &NewMessage::text(Role::Assistant, "Pronto: o novo preço já está valendo."),
+        at,
+    )?;
+
+    // 2. A stock adjustment waiting for a decision.
+    let at = now - Duration::minutes(5);
+    let conv = AssistantConversationId::new();
+    assistant::insert_conversation(tx, store, user, conv, "Reposição de estoque", at)?;
+    let args = json!({"variant_id": v.id, "delta": 20, "reason": "Reposição do fornecedor"});
+    let call = ToolCall {
+        id: "call_demo_2".into(),
+        name: "adjust_stock".into(),
+        arguments: args.to_string(),
+    };
+    ask(
+        conv,
+        "Chegaram 20 unidades da camiseta, pode lançar?",
+        &call,
+        at,
+    )?;
+    let pid = ProposalId::new();
+    assistant::insert_proposal(
+        tx,
+        &NewProposal {
+            id: pid,
+            store,
+            user,
+            conversation: conv,
+            tool_call_id: &call.id,
+            tool: &call.name,
+            arguments: &args,
+            summary: &format!("Add 20 unit(s) to SKU {}: Reposição do fornecedor", v.sku),
+            risk: Risk::None,
+            expires_at: at + crate::assistant::turn::PROPOSAL_TTL,
+        },
+        at,
+    )?;
+    let waiting = json!({"status": "awaiting_approval", "proposal_id": pid}).to_string();
+    assistant::append(tx, conv, &tool_message(&call, &waiting), at)?;
     Ok(())
 }

@@ -202,6 +202,19 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
         distinct("SELECT COUNT(*) FROM conversations WHERE status = 'snoozed'")
     );
     assert!(distinct("SELECT COUNT(*) FROM variants WHERE reserved > 0") > 0);
+    // The owner's two assistant conversations: an applied, undoable price change, and a
+    // proposal awaiting a decision.
+    assert_eq!(count(&db, "assistant_conversations"), 2);
+    assert_eq!(
+        distinct(
+            "SELECT COUNT(*) FROM assistant_actions WHERE undo IS NOT NULL AND undone_at IS NULL"
+        ),
+        1
+    );
+    assert_eq!(
+        distinct("SELECT COUNT(*) FROM assistant_proposals WHERE status = 'pending'"),
+        1
+    );
     assert!(distinct("SELECT COUNT(*) FROM reviews WHERE is_verified_purchase") > 0);
     // What the API shows agrees with the rows: every paid order has its payment.
     assert_eq!(

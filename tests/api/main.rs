@@ -1,6 +1,7 @@
 //! The integration tests: one binary, a module per area (STYLE 12).
 
 mod api_tokens;
+mod assistant;
 mod at_rest;
 mod attachments;
 mod catalog;

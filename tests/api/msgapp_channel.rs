@@ -798,3 +798,132 @@ async fn a_number_serves_one_channel_and_never_the_servers_sign_in_number() {
     .await
     .expect(200);
 }
+
+/// A team member verifies their phone for the assistant (a code over the messaging app);
+/// from then on that phone's messages on the store's channel are assistant turns, not inbox
+/// conversations: answered on the messaging app, each proposal with "reply YES or NO", and
+/// a YES approves it. A repeated delivery runs no second turn.
+#[tokio::test]
+async fn a_verified_phone_talks_to_the_assistant_and_approves_with_a_yes() {
+    use crate::support::model::{FakeModel, call, text};
+    let model = FakeModel::start().await;
+    let (fake, addr) = crate::support::msgapp::start_fake().await;
+    let base = model.base.clone();
+    let app = crate::support::spawn_app_with(move |c| {
+        c.msgapp = crate::support::msgapp::cloud_config(addr);
+        c.assistant = Some(merchant_admin::assistant::provider::ModelConfig::new(
+            &base, "m",
+        ));
+    })
+    .await;
+    let c = channel(&app, "owner@example.com", APP_SECRET).await;
+    let product = app
+        .call(
+            post(),
+            &format!("{}/products", c.p),
+            &c.owner,
+            Some(json!({"title": "Tee", "variants": [{"sku": "T", "price_cents": 1000}]})),
+        )
+        .await;
+    product.expect(201);
+    let variant = product.body["variants"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Verification: a well-formed number, a code sent to it, 422 for a wrong one.
+    let phones = format!("{}/assistant/phones", c.p);
+    app.call(
+        post(),
+        &phones,
+        &c.owner,
+        Some(json!({"phone_e164": "5511"})),
+    )
+    .await
+    .expect_error(422, "validation_failed");
+    fake.answer(StatusCode::INTERNAL_SERVER_ERROR);
+    app.call(
+        post(),
+        &phones,
+        &c.owner,
+        Some(json!({"phone_e164": PHONE})),
+    )
+    .await
+    .expect_error(502, "msgapp_send_failed");
+    fake.answer(StatusCode::OK);
+    let r = app
+        .call(
+            post(),
+            &phones,
+            &c.owner,
+            Some(json!({"phone_e164": PHONE})),
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(
+        r.body,
+        json!({"phone_e164": PHONE, "expires_in_seconds": 300})
+    );
+    let code = fake.last_code();
+    let wrong = if code == "000000" { "000001" } else { "000000" };
+    let verify = format!("{phones}/verify");
+    app.call(post(), &verify, &c.owner, Some(json!({"code": wrong})))
+        .await
+        .expect_error(422, "invalid_verification_code");
+    let r = app
+        .call(post(), &verify, &c.owner, Some(json!({"code": code})))
+        .await;
+    r.expect(200);
+    assert_eq!(r.body["phone_e164"], PHONE);
+    let sent_before = fake.count();
+
+    // A message from that phone is an assistant turn, answered on the messaging app.
+    model.answer(vec![
+        text("Sure."),
+        call(
+            "change_price",
+            json!({"variant_id": variant, "price_cents": 1500}),
+        ),
+    ]);
+    let ask = text_from(WA_ID, "wamid.A1", at(&app), "make the tee 15");
+    deliver(&app, &c, &ask).await;
+    deliver(&app, &c, &ask).await; // the provider repeats itself
+    crate::support::wait_until("the assistant's reply", || async {
+        fake.count() > sent_before
+    })
+    .await;
+    let reply = fake.received.lock().unwrap().last().unwrap().2.clone();
+    assert_eq!(reply["to"], WA_ID);
+    let body = reply["text"]["body"].as_str().unwrap().to_owned();
+    assert!(body.starts_with("Sure."), "{body}");
+    assert!(body.contains("Reply YES to approve"), "{body}");
+    assert!(
+        conversations(&app, &c).await.is_empty(),
+        "not an inbox conversation"
+    );
+
+    // YES approves the proposal; the follow-up is sent back.
+    model.answer(vec![text("Done, it costs 15 now.")]);
+    deliver(&app, &c, &text_from(WA_ID, "wamid.A2", at(&app), "Yes")).await;
+    crate::support::wait_until("the approval's reply", || async {
+        fake.count() > sent_before + 1
+    })
+    .await;
+    let body = fake.received.lock().unwrap().last().unwrap().2["text"]["body"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(body.contains("Applied.") && body.contains("Done"), "{body}");
+    let p = app
+        .get_as(
+            &format!("{}/products/{}", c.p, product.body["id"].as_str().unwrap()),
+            &c.owner,
+        )
+        .await;
+    assert_eq!(p.body["variants"][0]["price_cents"], 1500);
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "one turn per message, the repeat ran none"
+    );
+}

@@ -228,7 +228,14 @@ type Case = (
 
 #[tokio::test]
 async fn the_authorization_table_for_store_routes() {
-    let app = spawn_app().await;
+    let model = crate::support::model::FakeModel::start().await;
+    let base = model.base.clone();
+    let app = crate::support::spawn_app_with(move |c| {
+        c.assistant = Some(merchant_admin::assistant::provider::ModelConfig::new(
+            &base, "m",
+        ));
+    })
+    .await;
     let (owner, _) = app.member("owner@example.com").await;
     let store_id = app.open_store(&owner, "Org").await;
     let mut tokens = vec![("owner", owner.clone())];
@@ -446,6 +453,35 @@ async fn the_authorization_table_for_store_routes() {
             None,
             Some("conversations.read"),
             all_roles,
+        ),
+        // The assistant's store-wide routes (the fake model answers every turn).
+        (
+            post(),
+            format!("{p}/assistant/chat"),
+            Some(json!({"message": "hello {n}"})),
+            Some("assistant.use"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{p}/assistant/conversations?search=hello"),
+            None,
+            Some("assistant.use"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{p}/assistant/actions"),
+            None,
+            Some("assistant.use"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{p}/assistant/usage"),
+            None,
+            Some("assistant.use"),
+            &["owner", "admin"],
         ),
         (
             get(),

@@ -10,6 +10,7 @@ pub mod browser;
 mod client;
 mod fixtures;
 mod inbox;
+pub mod model;
 pub mod msgapp;
 mod probe;
 pub mod process;

@@ -1,0 +1,484 @@
+//! A user's phone for talking to the assistant over the store's messaging app: verified with
+//! a six-digit code sent through the messaging-app provider (valid 5 minutes, 5 wrong tries
+//! burn it, kept as a keyed hash and compared in constant time).
+
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::{AppError, ErrorBody, ErrorCode};
+use crate::http::auth::StoreScope;
+use crate::http::extract::Json;
+use crate::http::permissions::Permission;
+use crate::ids::{AssistantConversationId, ChannelId, StoreId, UserId};
+use crate::state::AppState;
+use crate::time;
+
+/// How long a code stays valid.
+pub const CODE_SECS: i64 = 300;
+/// Wrong codes before it is burned.
+const ATTEMPTS: i64 = 5;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PhoneIn {
+    /// E.164: `+`, country code and number (8 to 15 digits).
+    pub phone_e164: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PhoneStarted {
+    pub phone_e164: String,
+    pub expires_in_seconds: i64,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PhoneVerifyIn {
+    pub code: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PhoneOut {
+    pub phone_e164: String,
+    pub verified_at: String,
+}
+
+fn e164(s: &str) -> Option<String> {
+    let d = s.trim().strip_prefix('+')?;
+    ((8..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0'))
+        .then(|| format!("+{d}"))
+}
+
+/// Sends a code to the phone. It replaces the user's phone in this store: an earlier one
+/// stops reaching the assistant until this one is verified.
+#[utoipa::path(post, path = "/stores/{store_id}/assistant/phones", tag = "assistant",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path)), request_body = PhoneIn,
+    responses((status = 200, body = PhoneStarted), (status = 422, body = ErrorBody),
+              (status = 502, body = ErrorBody, description = "msgapp_send_failed")))]
+pub async fn start_phone(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Json(input): Json<PhoneIn>,
+) -> Result<Json<PhoneStarted>, AppError> {
+    scope.require(Permission::AssistantUse)?;
+    let phone = e164(&input.phone_e164)
+        .ok_or_else(|| AppError::field("phone_e164", "must be + and 8 to 15 digits (E.164)"))?;
+    let code = crate::auth::store::new_code();
+    let hash = crate::secrets::keyed_hash(&st.hmac_key, code.as_bytes());
+    let (store_id, user, now) = (scope.store_id, scope.principal.user_id, st.clock.now());
+    let p = phone.clone();
+    st.db
+        .write(move |tx| pending(tx, store_id, user, &p, &hash, now))
+        .await?;
+    let locale = crate::auth::model::Locale::parse(&scope.principal.profile.locale)
+        .unwrap_or(crate::auth::model::Locale::PtBr);
+    let msg = crate::msgapp::CodeMessage {
+        to: &phone,
+        code: &code,
+        locale,
+    };
+    if crate::msgapp::send_code(&st.cfg.msgapp, &st.db, msg, now)
+        .await
+        .is_err()
+    {
+        return Err(AppError::new(
+            ErrorCode::MsgappSendFailed,
+            "the code could not be sent to that phone",
+        ));
+    }
+    Ok(Json(PhoneStarted {
+        phone_e164: phone,
+        expires_in_seconds: CODE_SECS,
+    }))
+}
+
+/// Checks the code sent to the phone; right, the phone can chat with the assistant over
+/// the store's messaging-app channel. 422 `invalid_verification_code` when wrong, expired,
+/// burned or never sent.
+#[utoipa::path(post, path = "/stores/{store_id}/assistant/phones/verify", tag = "assistant",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path)), request_body = PhoneVerifyIn,
+    responses((status = 200, body = PhoneOut), (status = 409, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+pub async fn verify_phone(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Json(input): Json<PhoneVerifyIn>,
+) -> Result<Json<PhoneOut>, AppError> {
+    scope.require(Permission::AssistantUse)?;
+    let hash = crate::secrets::keyed_hash(&st.hmac_key, input.code.trim().as_bytes());
+    let (store_id, user, now) = (scope.store_id, scope.principal.user_id, st.clock.now());
+    let outcome = st
+        .db
+        .write_to_finish(move |tx| check(tx, store_id, user, &hash, now))
+        .await?;
+    outcome.map(Json)
+}
+
+fn wrong() -> AppError {
+    AppError::new(
+        ErrorCode::InvalidVerificationCode,
+        "the code is wrong, expired or was never sent",
+    )
+}
+
+/// Stores a new pending code for the user's phone (replacing any pending one).
+fn pending(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    user: UserId,
+    phone: &str,
+    hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let expires = time::format(now + chrono::Duration::seconds(CODE_SECS));
+    crate::db::exec(
+        tx,
+        "INSERT INTO assistant_phones (store_id, user_id, phone_e164, code_hash, code_expires_at,
+                                       attempts, verified_at, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 0, NULL, ?6)
+         ON CONFLICT (store_id, user_id) DO UPDATE SET phone_e164 = ?3, code_hash = ?4,
+             code_expires_at = ?5, attempts = 0, verified_at = NULL",
+        params![store, user, phone, hash, expires, time::format(now)],
+    )?;
+    Ok(())
+}
+
+/// A user's phone row: the number, the code's hash and expiry, the wrong tries so far.
+type PendingCode = (String, Option<Vec<u8>>, Option<String>, i64);
+
+/// The verify step, committed whatever its outcome (a wrong try counts).
+fn check(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    user: UserId,
+    hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<Result<PhoneOut, AppError>, AppError> {
+    let row: Option<PendingCode> = tx
+        .query_row(
+            "SELECT phone_e164, code_hash, code_expires_at, attempts FROM assistant_phones
+             WHERE store_id = ?1 AND user_id = ?2",
+            params![store, user],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()?;
+    let Some((phone, Some(stored), Some(expires), attempts)) = row else {
+        return Ok(Err(wrong()));
+    };
+    if attempts >= ATTEMPTS || expires <= time::format(now) {
+        return Ok(Err(wrong()));
+    }
+    if !crate::secrets::same(&stored, hash) {
+        crate::db::exec(
+            tx,
+            "UPDATE assistant_phones SET attempts = attempts + 1 WHERE store_id = ?1 AND user_id = ?2",
+            params![store, user],
+        )?;
+        return Ok(Err(wrong()));
+    }
+    let taken: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM assistant_phones WHERE store_id = ?1 AND phone_e164 = ?2
+                         AND verified_at IS NOT NULL AND user_id <> ?3)",
+        params![store, phone, user],
+        |r| r.get(0),
+    )?;
+    if taken {
+        return Ok(Err(AppError::conflict(
+            ErrorCode::Conflict,
+            "another member of this store has verified that phone",
+        )));
+    }
+    let at = time::format(now);
+    crate::db::exec(
+        tx,
+        "UPDATE assistant_phones SET code_hash = NULL, code_expires_at = NULL, verified_at = ?3
+         WHERE store_id = ?1 AND user_id = ?2",
+        params![store, user, at],
+    )?;
+    Ok(Ok(PhoneOut {
+        phone_e164: phone,
+        verified_at: at,
+    }))
+}
+
+/// The user whose verified phone `phone` is, in the store.
+pub fn verified_user(
+    c: &Connection,
+    store: StoreId,
+    phone: &str,
+) -> Result<Option<UserId>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT user_id FROM assistant_phones
+         WHERE store_id = ?1 AND phone_e164 = ?2 AND verified_at IS NOT NULL",
+    )?
+    .query_row(params![store, phone], |r| r.get(0))
+    .optional()?)
+}
+
+/// A message from a user's verified phone, for the assistant: run as a job, so it is taken
+/// once, after the webhook's transaction commits.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PhoneTurn {
+    pub store_id: StoreId,
+    pub user_id: UserId,
+    pub channel_id: ChannelId,
+    pub phone: String,
+    pub text: String,
+}
+
+impl crate::jobs::JobKind for PhoneTurn {
+    const KIND: &'static str = "assistant_phone_turn";
+
+    /// A turn is not repeated: a second try would ask the model (and the user) twice.
+    fn max_attempts(&self) -> u32 {
+        1
+    }
+}
+
+/// In the messaging-app channel's transaction, for each inbound message: true when the
+/// sender is a user's verified assistant phone, so the message is the assistant's and not
+/// the inbox's; its turn is queued once per provider message id.
+pub fn take_inbound(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    channel: ChannelId,
+    phone: &str,
+    provider_message_id: &str,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, AppError> {
+    let Some(user) = verified_user(tx, store, phone)? else {
+        return Ok(false);
+    };
+    let fresh = crate::db::exec(
+        tx,
+        "INSERT INTO assistant_phone_inbound (provider_message_id, created_at) VALUES (?1, ?2)
+         ON CONFLICT DO NOTHING",
+        params![provider_message_id, time::format(now)],
+    )? == 1;
+    if fresh {
+        let job = PhoneTurn {
+            store_id: store,
+            user_id: user,
+            channel_id: channel,
+            phone: phone.to_owned(),
+            text: text.chars().take(4000).collect(),
+        };
+        crate::jobs::enqueue(tx, &job, now)?;
+    }
+    Ok(true)
+}
+
+const YES: [&str; 6] = ["yes", "y", "sim", "s", "ok", "approve"];
+const NO: [&str; 5] = ["no", "n", "não", "nao", "decline"];
+
+/// Runs a phone message as an assistant turn and answers on the messaging app: the
+/// model's text, each proposal with "reply YES or NO", and what a YES or NO did.
+pub async fn run_phone_turn(st: &AppState, job: PhoneTurn) -> anyhow::Result<()> {
+    let reply = match phone_turn(st, &job).await {
+        Ok(r) => r,
+        Err(e) => format!("That could not be done: {}", e.message),
+    };
+    if reply.trim().is_empty() {
+        return Ok(());
+    }
+    let channel = job.channel_id;
+    let number: Option<String> = st
+        .db
+        .read(move |c| {
+            Ok(
+                crate::inbox::store::channel_by_id_unscoped(c, channel)?.and_then(|ch| {
+                    ch.settings
+                        .get("phone_number_id")
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_owned)
+                }),
+            )
+        })
+        .await?;
+    let Some(number) = number else {
+        tracing::warn!(channel_id = %channel, "an assistant reply had no channel to go out on");
+        return Ok(());
+    };
+    let body: String = reply.chars().take(4000).collect();
+    let msg = crate::msgapp::TextMessage {
+        phone_number_id: &number,
+        to: &job.phone,
+        body: &body,
+    };
+    crate::msgapp::send_text(&st.cfg.msgapp, &st.db, msg, st.clock.now()).await?;
+    Ok(())
+}
+
+async fn phone_turn(st: &AppState, job: &PhoneTurn) -> Result<String, AppError> {
+    use super::model::Role;
+    use super::proposals::{self, Decision};
+    use super::turn::{self, Caller, Events};
+
+    let (store, user) = (job.store_id, job.user_id);
+    let Some((tenant, role)) = st
+        .db
+        .read(move |c| crate::auth::store::store_role(c, store, user))
+        .await?
+    else {
+        return Ok(String::new()); // no longer a member: the phone speaks for nobody
+    };
+    let permissions = role.permissions();
+    if !permissions.contains(Permission::AssistantUse) {
+        return Ok("Your role in this store does not include the assistant.".into());
+    }
+    let model = turn::model(st)?;
+    let caller = Caller {
+        store,
+        user,
+        permissions,
+    };
+    let actor = crate::audit::Actor {
+        store_id: Some(store),
+        tenant_id: tenant,
+        user_id: user,
+        token_name: None,
+        trace_id: format!("msgapp-{}", uuid::Uuid::now_v7()),
+        via: None,
+    }
+    .via_assistant();
+    let now = st.clock.now();
+    let conversation = st
+        .db
+        .write(move |tx| phone_conversation(tx, store, user, now))
+        .await?;
+    let collected = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let events = Events::Collect(collected.clone());
+    let answer = job.text.trim().to_lowercase();
+    let pending = st
+        .db
+        .read(move |c| super::store::pending_proposals(c, conversation, now))
+        .await?
+        .pop();
+    let decision = match pending {
+        Some(p) if YES.contains(&answer.as_str()) => {
+            Some((p.id, Decision::Approve { confirmed: true }))
+        }
+        Some(p) if NO.contains(&answer.as_str()) => Some((p.id, Decision::Decline)),
+        _ => None,
+    };
+    if let Some((id, decision)) = decision {
+        let d = proposals::decide(st, &caller, actor, id, decision).await?;
+        turn::run(
+            st.clone(),
+            d.model,
+            caller,
+            d.conversation,
+            d.guard,
+            events,
+            d.first,
+        )
+        .await;
+    } else {
+        let guard = st.assistant.begin(conversation)?;
+        let (cap, text) = (i64::from(st.cfg.assistant_monthly_cap), job.text.clone());
+        st.db
+            .write(move |tx| {
+                if !super::store::take_one(tx, store, cap, now)? {
+                    return Err(AppError::new(
+                        ErrorCode::AssistantCapReached,
+                        "this store has used this month's assistant messages",
+                    ));
+                }
+                super::store::append(
+                    tx,
+                    conversation,
+                    &super::store::NewMessage::text(Role::User, &text),
+                    now,
+                )?;
+                Ok(())
+            })
+            .await?;
+        turn::run(
+            st.clone(),
+            model,
+            caller,
+            conversation,
+            guard,
+            events,
+            Vec::new(),
+        )
+        .await;
+    }
+    let events = collected
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    Ok(compose(&events))
+}
+
+/// The user's messaging-app conversation with the assistant, made when missing.
+fn phone_conversation(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    user: UserId,
+    now: DateTime<Utc>,
+) -> Result<AssistantConversationId, AppError> {
+    let kept: Option<AssistantConversationId> = tx
+        .query_row(
+            "SELECT p.conversation_id FROM assistant_phones p
+             JOIN assistant_conversations c ON c.id = p.conversation_id
+             WHERE p.store_id = ?1 AND p.user_id = ?2",
+            params![store, user],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(id) = kept {
+        return Ok(id);
+    }
+    let id = AssistantConversationId::new();
+    super::store::insert_conversation(tx, store, user, id, "Messaging app", now)?;
+    crate::db::exec(
+        tx,
+        "UPDATE assistant_phones SET conversation_id = ?3 WHERE store_id = ?1 AND user_id = ?2",
+        params![store, user, id],
+    )?;
+    Ok(id)
+}
+
+/// The reply a phone gets for a turn's events.
+fn compose(events: &[(String, serde_json::Value)]) -> String {
+    let mut out = String::new();
+    for (name, data) in events {
+        match name.as_str() {
+            "text" => out.push_str(data["delta"].as_str().unwrap_or_default()),
+            "tool_result" if data.get("applied").is_some() => {
+                if data["applied"] == true {
+                    out.push_str("Applied.\n");
+                } else {
+                    out.push_str(&format!(
+                        "Not applied: {}\n",
+                        data["error"]["message"].as_str().unwrap_or("refused")
+                    ));
+                }
+            }
+            "proposal" => out.push_str(&format!(
+                "\n\n{}\nReply YES to approve or NO to decline.",
+                data["summary"].as_str().unwrap_or_default()
+            )),
+            "error" => out.push_str(&format!(
+                "\n(The assistant could not finish: {})",
+                data["message"].as_str().unwrap_or_default()
+            )),
+            _ => {}
+        }
+    }
+    out.trim().to_owned()
+}
+
+/// Forgets provider message ids after a week: a provider repeats a delivery within hours.
+pub fn purge_inbound(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+    Ok(crate::db::exec(
+        tx,
+        "DELETE FROM assistant_phone_inbound WHERE created_at < ?1",
+        [time::format(now - chrono::Duration::days(7))],
+    )?)
+}
