@@ -137,6 +137,9 @@ fn job_registry() -> crate::jobs::Registry {
     r.purge("empty chat conversations", |tx, now, _| {
         crate::inbox::store::purge_empty_conversations(tx, now)
     });
+    r.purge("interrupted assistant approvals", |tx, now, _| {
+        crate::assistant::store::fail_interrupted(tx, now)
+    });
     r.purge("assistant phone message ids", |tx, now, _| {
         crate::assistant::phones::purge_inbound(tx, now)
     });

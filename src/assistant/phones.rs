@@ -343,6 +343,7 @@ async fn phone_turn(st: &AppState, job: &PhoneTurn) -> Result<String, AppError> 
         token_name: None,
         trace_id: format!("msgapp-{}", uuid::Uuid::now_v7()),
         via: None,
+        on_record: crate::audit::OnRecord::default(),
     }
     .via_assistant();
     let now = st.clock.now();

@@ -3,6 +3,8 @@
 //! model is told (a `decision` message) and the follow-up turn is the caller's to run. Used
 //! by the HTTP routes and by messaging-app replies alike.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use serde_json::{Value, json};
 
 use super::model::{ProposalStatus, Risk, Role};
@@ -10,9 +12,9 @@ use super::provider::ModelConfig;
 use super::store::{self, NewAction, NewMessage};
 use super::tools;
 use super::turn::{self, Caller, TurnGuard};
-use crate::audit::Actor;
+use crate::audit::{Actor, OnRecord};
 use crate::error::{AppError, ErrorCode};
-use crate::ids::{AssistantConversationId, ProposalId};
+use crate::ids::{ActionId, AssistantConversationId, ProposalId, StoreId, UserId};
 use crate::state::AppState;
 
 /// Approve (with `confirmed`) or decline.
@@ -93,6 +95,29 @@ pub async fn decide(
             p.id, p.summary
         ),
         Decision::Approve { .. } => {
+            // The action is recorded in the write's own transaction where the area audits
+            // it (the hook runs there, once); `recorded` says whether it did.
+            let recorded: Arc<Mutex<Option<ActionId>>> = Arc::default();
+            let record = |planned: &tools::Planned| {
+                let (p, slot) = (p.clone(), recorded.clone());
+                let (rt, rid, undo) = (
+                    planned.resource_type,
+                    planned.resource_id.clone(),
+                    planned.undo.clone(),
+                );
+                let clock = st.clock.clone();
+                OnRecord::new(move |tx| {
+                    let action = record_action(
+                        tx,
+                        &p,
+                        (store_id, user),
+                        (rt, &rid, undo.as_ref()),
+                        clock.now(),
+                    )?;
+                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(action);
+                    Ok(())
+                })
+            };
             let applied = tools::apply(
                 st,
                 &actor,
@@ -100,49 +125,51 @@ pub async fn decide(
                 &p.tool,
                 &p.arguments,
                 format!("assistant-{id}"),
+                &record,
             )
             .await;
             let now = st.clock.now();
-            let p2 = p.clone();
             match applied {
                 Ok(a) => {
-                    let undo = a.undo.clone();
-                    let (rt, rid) = (a.resource_type, a.resource_id.clone());
-                    let audited = a.audited;
-                    let action = st
-                        .db
-                        .write(move |tx| {
-                            // A write whose route keeps no audit entry (a team reply) gets
-                            // one here, so every assistant write names its approver.
-                            if !audited {
-                                crate::audit::record(
-                                    tx,
-                                    &actor,
-                                    &format!("{rt}.sent"),
-                                    rt,
-                                    &rid,
-                                    now,
-                                )?;
-                            }
-                            store::settle(tx, id, ProposalStatus::Applied, now)?;
-                            store::insert_action(
-                                tx,
-                                &NewAction {
-                                    store: store_id,
-                                    user,
-                                    proposal: &p2,
-                                    resource_type: rt,
-                                    resource_id: &rid,
-                                    undo: undo.as_ref(),
-                                },
-                                now,
-                            )
-                        })
-                        .await?;
+                    let within = recorded
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take();
+                    let action = match within {
+                        Some(action) => action,
+                        None => {
+                            // Written without an audit entry of ours in its transaction (a
+                            // team reply, a refund settled later, a change that changed
+                            // nothing): recorded now.
+                            let (p2, pl, audited) = (p.clone(), a.planned.clone(), a.audited);
+                            let actor = actor.clone();
+                            st.db
+                                .write(move |tx| {
+                                    if !audited {
+                                        crate::audit::record(
+                                            tx,
+                                            &actor,
+                                            &format!("{}.sent", pl.resource_type),
+                                            pl.resource_type,
+                                            &pl.resource_id,
+                                            now,
+                                        )?;
+                                    }
+                                    record_action(
+                                        tx,
+                                        &p2,
+                                        (store_id, user),
+                                        (pl.resource_type, &pl.resource_id, pl.undo.as_ref()),
+                                        now,
+                                    )
+                                })
+                                .await?
+                        }
+                    };
                     first.push((
                         "tool_result",
                         json!({"proposal_id": p.id, "tool": p.tool, "applied": true,
-                               "action_id": action, "undoable": a.undo.is_some(),
+                               "action_id": action, "undoable": a.planned.undo.is_some(),
                                "result": a.result}),
                     ));
                     // What the model is told of the result: enough to answer from.
@@ -191,4 +218,27 @@ pub async fn decide(
         conversation,
         first,
     })
+}
+
+/// Marks the proposal applied and records its action, in the caller's transaction.
+fn record_action(
+    tx: &rusqlite::Transaction<'_>,
+    p: &super::model::ProposalOut,
+    (store, user): (StoreId, UserId),
+    (resource_type, resource_id, undo): (&str, &str, Option<&Value>),
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<ActionId, AppError> {
+    store::settle(tx, p.id, ProposalStatus::Applied, now)?;
+    store::insert_action(
+        tx,
+        &NewAction {
+            store,
+            user,
+            proposal: p,
+            resource_type,
+            resource_id,
+            undo,
+        },
+        now,
+    )
 }

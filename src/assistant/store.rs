@@ -659,3 +659,15 @@ pub fn take_one(
         params![store, key, cap],
     )? == 1)
 }
+
+/// Approvals a crash interrupted (the server stopped between taking the proposal and
+/// finishing): after ten minutes they are `failed`, so the proposal shows what happened
+/// instead of `applying` for ever. A write recorded with its action is never among them.
+pub fn fail_interrupted(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+    Ok(crate::db::exec(
+        tx,
+        "UPDATE assistant_proposals SET status = 'failed'
+         WHERE status = 'applying' AND decided_at < ?1",
+        [time::format(now - chrono::Duration::minutes(10))],
+    )?)
+}

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::model::Risk;
-use crate::audit::Actor;
+use crate::audit::{Actor, OnRecord};
 use crate::db::rendered::RenderedRows;
 use crate::error::AppError;
 use crate::http::permissions::{Permission, PermissionSet};
@@ -579,18 +579,27 @@ pub fn prepare(
     Ok(Ok(prepared))
 }
 
-/// What an approved write did, and how to take it back (None: it cannot be).
-pub struct Applied {
-    pub result: Value,
+/// What an approved write changes, and how to take it back (None: it cannot be).
+#[derive(Clone)]
+pub struct Planned {
     pub resource_type: &'static str,
     pub resource_id: String,
     pub undo: Option<Value>,
+}
+
+/// What an approved write did.
+pub struct Applied {
+    pub result: Value,
+    pub planned: Planned,
     /// Whether the area's write recorded its own audit entry.
     pub audited: bool,
 }
 
 /// Runs an approved write through its area's write path, as `actor` (the approving user,
-/// via the assistant). `key` makes a retried refund the same refund at the provider.
+/// via the assistant). Where the change is known beforehand, `record` gives the work that
+/// must commit with it (the action's record), run in the write's own transaction; the
+/// caller records the others once they return. `key` makes a retried refund the same refund
+/// at the provider.
 pub async fn apply(
     st: &AppState,
     actor: &Actor,
@@ -598,20 +607,30 @@ pub async fn apply(
     tool: &str,
     arguments: &Value,
     key: String,
+    record: &(dyn Fn(&Planned) -> OnRecord + Sync),
 ) -> Result<Applied, AppError> {
     let bad = |e: String| AppError::bad_request(e);
+    let with = |planned: &Planned| actor.clone().on_record(record(planned));
     match tool {
         "change_price" => {
             let a: PriceArgs = args(arguments).map_err(bad)?;
             let (product, old) = price_patch(st, store, a.variant_id, a.price_cents).await?;
-            let out =
-                crate::catalog::writes::update_product(st, actor, store, product.0, product.1)
-                    .await?;
+            let planned = Planned {
+                resource_type: "product",
+                resource_id: product.0.to_string(),
+                undo: Some(json!({"variant_id": a.variant_id, "price_cents": old})),
+            };
+            let out = crate::catalog::writes::update_product(
+                st,
+                &with(&planned),
+                store,
+                product.0,
+                product.1,
+            )
+            .await?;
             Ok(Applied {
                 result: to_value(&out)?,
-                resource_type: "product",
-                resource_id: out.id.to_string(),
-                undo: Some(json!({"variant_id": a.variant_id, "price_cents": old})),
+                planned,
                 audited: true,
             })
         }
@@ -621,13 +640,17 @@ pub async fn apply(
                 status: Some(a.status),
                 note: None,
             };
+            let planned = Planned {
+                resource_type: "order",
+                resource_id: a.order_id.to_string(),
+                undo: None,
+            };
             let out =
-                crate::orders::writes::update_order(st, actor, store, a.order_id, patch).await?;
+                crate::orders::writes::update_order(st, &with(&planned), store, a.order_id, patch)
+                    .await?;
             Ok(Applied {
                 result: to_value(&out)?,
-                resource_type: "order",
-                resource_id: out.id.to_string(),
-                undo: None,
+                planned,
                 audited: true,
             })
         }
@@ -637,14 +660,23 @@ pub async fn apply(
                 delta: a.delta,
                 reason: a.reason.clone(),
             };
-            let out = crate::inventory::writes::adjust_stock(st, actor, store, a.variant_id, input)
-                .await?;
-            Ok(Applied {
-                result: to_value(&out)?,
+            let planned = Planned {
                 resource_type: "variant",
                 resource_id: a.variant_id.to_string(),
                 undo: Some(json!({"variant_id": a.variant_id, "delta": -a.delta,
                                   "reason": format!("Undo: {}", a.reason)})),
+            };
+            let out = crate::inventory::writes::adjust_stock(
+                st,
+                &with(&planned),
+                store,
+                a.variant_id,
+                input,
+            )
+            .await?;
+            Ok(Applied {
+                result: to_value(&out)?,
+                planned,
                 audited: true,
             })
         }
@@ -655,16 +687,26 @@ pub async fn apply(
                 status: before.0,
                 reply: Some(Some(a.reply)),
             };
-            let out =
-                crate::reviews::writes::update_review(st, actor, store, a.review_id, patch).await?;
+            let planned = Planned {
+                resource_type: "review",
+                resource_id: a.review_id.to_string(),
+                undo: Some(json!({"review_id": a.review_id, "reply": before.1})),
+            };
+            let out = crate::reviews::writes::update_review(
+                st,
+                &with(&planned),
+                store,
+                a.review_id,
+                patch,
+            )
+            .await?;
             Ok(Applied {
                 result: to_value(&out)?,
-                resource_type: "review",
-                resource_id: out.id.to_string(),
-                undo: Some(json!({"review_id": a.review_id, "reply": before.1})),
+                planned,
                 audited: true,
             })
         }
+        // The message's and the refund's ids are known only once written: recorded after.
         "reply_to_conversation" => {
             let a: ConversationReplyArgs = args(arguments).map_err(bad)?;
             let sent =
@@ -672,9 +714,11 @@ pub async fn apply(
                     .await?;
             Ok(Applied {
                 result: to_value(&sent.message)?,
-                resource_type: "message",
-                resource_id: sent.message.id.to_string(),
-                undo: None,
+                planned: Planned {
+                    resource_type: "message",
+                    resource_id: sent.message.id.to_string(),
+                    undo: None,
+                },
                 audited: false,
             })
         }
@@ -689,9 +733,11 @@ pub async fn apply(
             let refund = out.refund();
             Ok(Applied {
                 result: to_value(refund)?,
-                resource_type: "refund",
-                resource_id: refund.id.to_string(),
-                undo: None,
+                planned: Planned {
+                    resource_type: "refund",
+                    resource_id: refund.id.to_string(),
+                    undo: None,
+                },
                 audited: true,
             })
         }

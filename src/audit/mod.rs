@@ -37,6 +37,43 @@ pub struct Actor {
     /// None for an ordinary request; [`VIA_ASSISTANT`] for a write the assistant proposed
     /// and `user_id` approved.
     pub via: Option<String>,
+    /// Runs with the first audit entry recorded for this actor, in its transaction.
+    pub on_record: OnRecord,
+}
+
+type Hook = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), AppError> + Send>;
+
+/// Work that must commit with a write or not at all, run once in the transaction of the
+/// write's audit entry: the assistant records the action it applied this way, so a write
+/// never stands without its undo record (every write an actor makes is audited there).
+#[derive(Clone, Default)]
+pub struct OnRecord(Option<std::sync::Arc<std::sync::Mutex<Option<Hook>>>>);
+
+impl OnRecord {
+    pub fn new(f: impl FnOnce(&Transaction<'_>) -> Result<(), AppError> + Send + 'static) -> Self {
+        Self(Some(std::sync::Arc::new(std::sync::Mutex::new(Some(
+            Box::new(f),
+        )))))
+    }
+
+    fn run(&self, tx: &Transaction<'_>) -> Result<(), AppError> {
+        let hook = self.0.as_ref().and_then(|h| {
+            h.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        });
+        hook.map_or(Ok(()), |f| f(tx))
+    }
+}
+
+impl std::fmt::Debug for OnRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "OnRecord(set)"
+        } else {
+            "OnRecord(none)"
+        })
+    }
 }
 
 /// The `via` of a write the assistant proposed and a user approved.
@@ -54,6 +91,16 @@ impl Actor {
             },
             trace_id: scope.trace_id.clone(),
             via: None,
+            on_record: OnRecord::default(),
+        }
+    }
+
+    /// The same actor, with work to commit with its next audited write.
+    #[must_use]
+    pub fn on_record(self, hook: OnRecord) -> Self {
+        Self {
+            on_record: hook,
+            ..self
         }
     }
 
@@ -75,6 +122,7 @@ impl Actor {
             token_name: None,
             trace_id: trace_id.to_owned(),
             via: None,
+            on_record: OnRecord::default(),
         }
     }
 }
@@ -108,6 +156,7 @@ pub fn record(
             actor.via
         ],
     )?;
+    actor.on_record.run(tx)?;
     Ok(())
 }
 

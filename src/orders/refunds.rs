@@ -119,6 +119,7 @@ fn actor_of(tx: &Transaction<'_>, held: &HeldRefund) -> Result<Actor, AppError> 
             .clone()
             .unwrap_or_else(|| "refund-check".to_owned()),
         via: held.actor_via.clone(),
+        on_record: crate::audit::OnRecord::default(),
     })
 }
 

@@ -295,6 +295,7 @@ pub async fn accept_invite(
                 token_name: None,
                 trace_id: trace.0,
                 via: None,
+                on_record: crate::audit::OnRecord::default(),
             };
             audit::record(tx, &actor, "invite.accepted", "invite", &invite.id, now)?;
             signs_in

@@ -963,3 +963,54 @@ async fn a_reply_to_a_customer_goes_out_through_the_inbox_once_confirmed() {
         .await
         .expect_error(422, "undo_not_supported");
 }
+
+/// An approval a crash interrupted (the proposal taken, the server gone before it finished)
+/// does not stay `applying`: the cleanup marks it failed after ten minutes.
+#[tokio::test]
+async fn an_interrupted_approval_is_failed_by_the_cleanup() {
+    let model = FakeModel::start().await;
+    let base = model.base.clone();
+    // The cleanup is run by hand: no workers to take it first.
+    let app = spawn_app_with(move |c| {
+        c.workers = 0;
+        c.assistant = Some(merchant_admin::assistant::provider::ModelConfig::new(
+            &base, "m",
+        ));
+    })
+    .await;
+    let shop = Shop::open(app, 10).await;
+    model.answer(vec![call(
+        "change_price",
+        json!({"variant_id": shop.variants[0], "price_cents": 1}),
+    )]);
+    let events = shop.chat(json!({"message": "cheaper"})).await;
+    let conv = event(&events, "conversation")["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // As a crash leaves it: taken for approval, never finished.
+    let at = merchant_admin::time::format(shop.app.clock_now());
+    shop.app
+        .state
+        .db
+        .write(move |tx| {
+            tx.execute(
+                "UPDATE assistant_proposals SET status = 'applying', decided_at = ?1",
+                [at],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let path = format!("assistant/conversations/{conv}/messages");
+    shop.app.run_cleanup().await;
+    let t = shop.read(&path).await;
+    assert_eq!(
+        t["data"][2]["proposal"]["status"], "applying",
+        "not before ten minutes"
+    );
+    shop.app.clock.advance(chrono::Duration::minutes(11));
+    shop.app.run_cleanup().await;
+    let t = shop.read(&path).await;
+    assert_eq!(t["data"][2]["proposal"]["status"], "failed");
+}

@@ -35,6 +35,7 @@ async fn assistant_actor(shop: &Shop) -> Actor {
         token_name: None,
         trace_id: "approval-1".into(),
         via: None,
+        on_record: merchant_admin::audit::OnRecord::default(),
     }
     .via_assistant()
 }
