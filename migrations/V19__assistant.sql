@@ -44,7 +44,10 @@ CREATE TABLE assistant_proposals (
     summary TEXT NOT NULL,
     risk TEXT NOT NULL CHECK (risk IN ('none', 'destructive', 'money', 'external')),
     -- 'applying' is held while an approval runs the write, so two approvals cannot both run it.
-    status TEXT NOT NULL CHECK (status IN ('pending', 'applying', 'applied', 'declined', 'failed')),
+    -- 'interrupted': the server stopped while applying a write that records its action only
+    -- after it (a refund, a reply): it may have gone out.
+    status TEXT NOT NULL CHECK (status IN ('pending', 'applying', 'applied', 'declined', 'failed',
+                                           'interrupted')),
     expires_at TEXT NOT NULL,
     decided_at TEXT,
     created_at TEXT NOT NULL
@@ -89,6 +92,9 @@ CREATE TABLE assistant_phones (
     code_expires_at TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
     verified_at TEXT,
+    -- Codes sent in the hour from send_window_start (at most 5).
+    send_window_start TEXT,
+    sends INTEGER NOT NULL DEFAULT 0,
     -- The assistant conversation its messages continue.
     conversation_id TEXT,
     created_at TEXT NOT NULL,

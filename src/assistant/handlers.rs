@@ -140,7 +140,15 @@ pub async fn chat(
         })
         .await?;
     let (events, sse) = turn::channel();
-    turn::spawn(st, model, caller(&scope), id, guard, events, Vec::new());
+    turn::spawn(
+        st,
+        Some(model),
+        caller(&scope),
+        id,
+        guard,
+        events,
+        Vec::new(),
+    );
     Ok(sse.into_response())
 }
 
@@ -335,13 +343,19 @@ async fn transcript_in(
         .read(move |c| store::get_conversation(c, store_id, user, id))
         .await?
         .ok_or_else(not_found)?;
+    let who = caller(scope);
     page.list(
         &st.db,
         &format!("assistant-messages:{id}"),
         move |c, after, limit, offset| store::transcript(c, id, after, limit, offset, now),
         move |c| store::count_messages(c, id),
         |(_, seq)| (seq.to_string(), String::new()),
-        |(m, _)| m,
+        |(mut m, _)| {
+            if m.role == Role::Tool {
+                m.content = turn::withheld(&who, m.tool.as_deref(), &m.content);
+            }
+            m
+        },
     )
     .await
 }
@@ -397,7 +411,7 @@ pub async fn stop(
         .read(move |c| store::get_conversation(c, store_id, user, id))
         .await?
         .is_some();
-    if own {
+    if own && scope.permissions.contains(Permission::AssistantUse) {
         st.assistant.stop(id);
     }
     Ok(StatusCode::NO_CONTENT)
@@ -410,14 +424,12 @@ pub async fn stop(
 pub async fn stop_unscoped(
     State(st): State<AppState>,
     principal: Principal,
+    trace: TraceId,
     Path(id): Path<AssistantConversationId>,
 ) -> Result<StatusCode, AppError> {
-    let user = principal.user_id;
-    if st
-        .db
-        .read(move |c| store::conversation_store(c, user, id))
-        .await?
-        .is_some()
+    // Nothing is said about conversations that are not the caller's: 204 all the same.
+    if let Ok(scope) = conversation_scope(&st, principal, trace, id).await
+        && scope.require(Permission::AssistantUse).is_ok()
     {
         st.assistant.stop(id);
     }
@@ -436,7 +448,12 @@ async fn decide_in(
 ) -> Result<Response, AppError> {
     scope.require(Permission::AssistantUse)?;
     let actor = Actor::of(&scope).via_assistant();
-    let d = proposals::decide(&st, &caller(&scope), actor, id, decision).await?;
+    // Its own task: a client hanging up mid-approval cannot leave a write done but its
+    // action unrecorded.
+    let (st2, who) = (st.clone(), caller(&scope));
+    let d = tokio::spawn(async move { proposals::decide(&st2, &who, actor, id, decision).await })
+        .await
+        .map_err(|e| AppError::internal(anyhow::anyhow!("approval task: {e}")))??;
     let (events, sse) = turn::channel();
     turn::spawn(
         st,

@@ -33,13 +33,16 @@ text_enum! {
 
 text_enum! {
     /// `pending` until approved (`applied`, or `failed` when the write was refused),
-    /// declined, or an hour passes (`expired`).
+    /// declined, or an hour passes (`expired`); `applying` while an approval runs.
     pub enum ProposalStatus {
         Pending = "pending",
         Applying = "applying",
         Applied = "applied",
         Declined = "declined",
         Failed = "failed",
+        /// The server stopped while applying a refund or a reply: it may have gone out
+        /// (see the order or the conversation).
+        Interrupted = "interrupted",
         Expired = "expired",
     }
 }

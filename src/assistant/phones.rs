@@ -64,6 +64,7 @@ pub async fn start_phone(
     Json(input): Json<PhoneIn>,
 ) -> Result<Json<PhoneStarted>, AppError> {
     scope.require(Permission::AssistantUse)?;
+    signed_in(&scope)?;
     let phone = e164(&input.phone_e164)
         .ok_or_else(|| AppError::field("phone_e164", "must be + and 8 to 15 digits (E.164)"))?;
     let code = crate::auth::store::new_code();
@@ -72,7 +73,14 @@ pub async fn start_phone(
     let p = phone.clone();
     st.db
         .write(move |tx| pending(tx, store_id, user, &p, &hash, now))
-        .await?;
+        .await?
+        .map_err(|wait| {
+            AppError::new(
+                ErrorCode::RateLimited,
+                "too many codes sent; try again later",
+            )
+            .with_details(serde_json::json!({ "retry_after_seconds": wait }))
+        })?;
     let locale = crate::auth::model::Locale::parse(&scope.principal.profile.locale)
         .unwrap_or(crate::auth::model::Locale::PtBr);
     let msg = crate::msgapp::CodeMessage {
@@ -108,6 +116,7 @@ pub async fn verify_phone(
     Json(input): Json<PhoneVerifyIn>,
 ) -> Result<Json<PhoneOut>, AppError> {
     scope.require(Permission::AssistantUse)?;
+    signed_in(&scope)?;
     let hash = crate::secrets::keyed_hash(&st.hmac_key, input.code.trim().as_bytes());
     let (store_id, user, now) = (scope.store_id, scope.principal.user_id, st.clock.now());
     let outcome = st
@@ -117,6 +126,21 @@ pub async fn verify_phone(
     outcome.map(Json)
 }
 
+/// A phone acts with its user's whole role in the store, so only the user signed in may add
+/// one: a store API token, held to its scopes, may not.
+fn signed_in(scope: &StoreScope) -> Result<(), AppError> {
+    if scope.principal.is_store_token() {
+        return Err(AppError::new(
+            ErrorCode::Forbidden,
+            "a phone is added by the user signed in, not with a store API token",
+        ));
+    }
+    Ok(())
+}
+
+/// Codes sent per user and store in an hour: each allows 5 tries.
+const SENDS_PER_HOUR: i64 = 5;
+
 fn wrong() -> AppError {
     AppError::new(
         ErrorCode::InvalidVerificationCode,
@@ -124,7 +148,8 @@ fn wrong() -> AppError {
     )
 }
 
-/// Stores a new pending code for the user's phone (replacing any pending one).
+/// Stores a new pending code for the user's phone (replacing any pending one), within
+/// [`SENDS_PER_HOUR`]; else the seconds until another may be sent.
 fn pending(
     tx: &Transaction<'_>,
     store: StoreId,
@@ -132,18 +157,45 @@ fn pending(
     phone: &str,
     hash: &[u8],
     now: DateTime<Utc>,
-) -> Result<(), AppError> {
+) -> Result<Result<(), i64>, AppError> {
+    let window: Option<(Option<String>, i64)> = tx
+        .query_row(
+            "SELECT send_window_start, sends FROM assistant_phones
+             WHERE store_id = ?1 AND user_id = ?2",
+            params![store, user],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let hour_ago = time::format(now - chrono::Duration::hours(1));
+    let (start, sends) = match window {
+        Some((Some(start), sends)) if start > hour_ago => (start, sends),
+        _ => (time::format(now), 0),
+    };
+    if sends >= SENDS_PER_HOUR {
+        let opens = time::parse(&start).map_or(now, |t| t + chrono::Duration::hours(1));
+        return Ok(Err((opens - now).num_seconds().max(1)));
+    }
     let expires = time::format(now + chrono::Duration::seconds(CODE_SECS));
     crate::db::exec(
         tx,
         "INSERT INTO assistant_phones (store_id, user_id, phone_e164, code_hash, code_expires_at,
-                                       attempts, verified_at, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 0, NULL, ?6)
+                                       attempts, verified_at, send_window_start, sends, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 0, NULL, ?6, ?7, ?8)
          ON CONFLICT (store_id, user_id) DO UPDATE SET phone_e164 = ?3, code_hash = ?4,
-             code_expires_at = ?5, attempts = 0, verified_at = NULL",
-        params![store, user, phone, hash, expires, time::format(now)],
+             code_expires_at = ?5, attempts = 0, verified_at = NULL,
+             send_window_start = ?6, sends = ?7",
+        params![
+            store,
+            user,
+            phone,
+            hash,
+            expires,
+            start,
+            sends + 1,
+            time::format(now)
+        ],
     )?;
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// A user's phone row: the number, the code's hash and expiry, the wrong tries so far.
@@ -204,6 +256,15 @@ fn check(
     }))
 }
 
+fn active(c: &Connection, user: UserId) -> Result<bool, AppError> {
+    Ok(
+        c.prepare_cached("SELECT disabled_at IS NULL FROM users WHERE id = ?1")?
+            .query_row([user], |r| r.get(0))
+            .optional()?
+            .unwrap_or(false),
+    )
+}
+
 /// The user whose verified phone `phone` is, in the store.
 pub fn verified_user(
     c: &Connection,
@@ -253,6 +314,11 @@ pub fn take_inbound(
     let Some(user) = verified_user(tx, store, phone)? else {
         return Ok(false);
     };
+    // A user no longer in the store, or turned off, speaks for nobody: their number's
+    // messages go to the inbox as anyone's.
+    if crate::auth::store::store_role(tx, store, user)?.is_none() || !active(tx, user)? {
+        return Ok(false);
+    }
     let fresh = crate::db::exec(
         tx,
         "INSERT INTO assistant_phone_inbound (provider_message_id, created_at) VALUES (?1, ?2)
@@ -272,12 +338,52 @@ pub fn take_inbound(
     Ok(true)
 }
 
-const YES: [&str; 6] = ["yes", "y", "sim", "s", "ok", "approve"];
-const NO: [&str; 5] = ["no", "n", "não", "nao", "decline"];
+const YES: [&str; 2] = ["yes", "sim"];
+const NO: [&str; 3] = ["no", "não", "nao"];
+
+/// The short code a phone names a proposal by: the end of its id (the random part).
+pub fn short_code(id: crate::ids::ProposalId) -> String {
+    let s = id.to_string();
+    s[s.len() - 6..].to_uppercase()
+}
+
+/// A reply that decides a proposal: `YES <code>` or `NO <code>`, the code of one of the
+/// conversation's pending proposals. A bare yes names nothing: never a guess at which.
+fn decision_in(
+    answer: &str,
+    pending: &[super::model::ProposalOut],
+) -> Option<(crate::ids::ProposalId, super::proposals::Decision)> {
+    use super::proposals::Decision;
+    let mut words = answer.split_whitespace();
+    let (word, code) = (words.next()?.to_lowercase(), words.next()?.to_uppercase());
+    if words.next().is_some() {
+        return None;
+    }
+    let p = pending.iter().find(|p| short_code(p.id) == code)?;
+    if YES.contains(&word.as_str()) {
+        // The code is the confirmation: it names this proposal after its summary was read.
+        Some((p.id, Decision::Approve { confirmed: true }))
+    } else if NO.contains(&word.as_str()) {
+        Some((p.id, Decision::Decline))
+    } else {
+        None
+    }
+}
 
 /// Runs a phone message as an assistant turn and answers on the messaging app: the
 /// model's text, each proposal with "reply YES or NO", and what a YES or NO did.
 pub async fn run_phone_turn(st: &AppState, job: PhoneTurn) -> anyhow::Result<()> {
+    // A turn can take minutes: it runs as its own task, not on a job worker's time.
+    let st = st.clone();
+    tokio::spawn(async move {
+        if let Err(e) = answer_phone(&st, job).await {
+            tracing::warn!(error = %e, "an assistant reply to a phone failed");
+        }
+    });
+    Ok(())
+}
+
+async fn answer_phone(st: &AppState, job: PhoneTurn) -> anyhow::Result<()> {
     let reply = match phone_turn(st, &job).await {
         Ok(r) => r,
         Err(e) => format!("That could not be done: {}", e.message),
@@ -315,16 +421,22 @@ pub async fn run_phone_turn(st: &AppState, job: PhoneTurn) -> anyhow::Result<()>
 
 async fn phone_turn(st: &AppState, job: &PhoneTurn) -> Result<String, AppError> {
     use super::model::Role;
-    use super::proposals::{self, Decision};
+    use super::proposals;
     use super::turn::{self, Caller, Events};
 
     let (store, user) = (job.store_id, job.user_id);
     let Some((tenant, role)) = st
         .db
-        .read(move |c| crate::auth::store::store_role(c, store, user))
+        .read(move |c| {
+            Ok(if active(c, user)? {
+                crate::auth::store::store_role(c, store, user)?
+            } else {
+                None
+            })
+        })
         .await?
     else {
-        return Ok(String::new()); // no longer a member: the phone speaks for nobody
+        return Ok(String::new()); // turned off or gone from the store since
     };
     let permissions = role.permissions();
     if !permissions.contains(Permission::AssistantUse) {
@@ -353,19 +465,11 @@ async fn phone_turn(st: &AppState, job: &PhoneTurn) -> Result<String, AppError> 
         .await?;
     let collected = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let events = Events::Collect(collected.clone());
-    let answer = job.text.trim().to_lowercase();
     let pending = st
         .db
         .read(move |c| super::store::pending_proposals(c, conversation, now))
-        .await?
-        .pop();
-    let decision = match pending {
-        Some(p) if YES.contains(&answer.as_str()) => {
-            Some((p.id, Decision::Approve { confirmed: true }))
-        }
-        Some(p) if NO.contains(&answer.as_str()) => Some((p.id, Decision::Decline)),
-        _ => None,
-    };
+        .await?;
+    let decision = decision_in(&job.text, &pending);
     if let Some((id, decision)) = decision {
         let d = proposals::decide(st, &caller, actor, id, decision).await?;
         turn::run(
@@ -400,7 +504,7 @@ async fn phone_turn(st: &AppState, job: &PhoneTurn) -> Result<String, AppError> 
             .await?;
         turn::run(
             st.clone(),
-            model,
+            Some(model),
             caller,
             conversation,
             guard,
@@ -461,10 +565,17 @@ fn compose(events: &[(String, serde_json::Value)]) -> String {
                     ));
                 }
             }
-            "proposal" => out.push_str(&format!(
-                "\n\n{}\nReply YES to approve or NO to decline.",
-                data["summary"].as_str().unwrap_or_default()
-            )),
+            "proposal" => {
+                let code = data["proposal_id"]
+                    .as_str()
+                    .and_then(|id| id.parse().ok())
+                    .map(short_code)
+                    .unwrap_or_default();
+                out.push_str(&format!(
+                    "\n\n{}\nReply YES {code} to approve or NO {code} to decline.",
+                    data["summary"].as_str().unwrap_or_default()
+                ));
+            }
             "error" => out.push_str(&format!(
                 "\n(The assistant could not finish: {})",
                 data["message"].as_str().unwrap_or_default()

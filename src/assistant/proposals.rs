@@ -26,7 +26,9 @@ pub enum Decision {
 
 /// A decided proposal: what the follow-up turn needs.
 pub struct Decided {
-    pub model: ModelConfig,
+    /// None when the store's monthly cap is reached: the decision stands, the model is not
+    /// asked (`first` ends with the `error` saying so).
+    pub model: Option<ModelConfig>,
     pub guard: TurnGuard,
     pub conversation: AssistantConversationId,
     /// The events that open the follow-up turn's stream (the approval's `tool_result`).
@@ -201,7 +203,10 @@ pub async fn decide(
         }
     };
     let (conversation, now) = (p.conversation_id, st.clock.now());
-    st.db
+    let cap = i64::from(st.cfg.assistant_monthly_cap);
+    // The follow-up turn asks the model again: it counts against the cap like a message.
+    let counted = st
+        .db
         .write(move |tx| {
             store::append(
                 tx,
@@ -209,11 +214,18 @@ pub async fn decide(
                 &NewMessage::text(Role::Decision, &note),
                 now,
             )?;
-            Ok(())
+            store::take_one(tx, store_id, cap, now)
         })
         .await?;
+    if !counted {
+        first.push((
+            "error",
+            json!({"code": ErrorCode::AssistantCapReached,
+                   "message": "the decision stands; the store has used this month's assistant messages"}),
+        ));
+    }
     Ok(Decided {
-        model,
+        model: counted.then_some(model),
         guard,
         conversation,
         first,

@@ -113,7 +113,11 @@ pub fn stream(
     let end = match ask(cfg, messages, tools, out, stop) {
         Ok(Some(calls)) => Delta::Done(calls),
         Ok(None) => return,
-        Err(e) => Delta::Failed(e),
+        Err((public, detail)) => {
+            // The server's own words stay in the log: they can name accounts or keys.
+            tracing::warn!(reason = %detail, "the language model failed");
+            Delta::Failed(public)
+        }
     };
     let _ = out.blocking_send(end);
 }
@@ -124,7 +128,7 @@ fn ask(
     tools: &[Value],
     out: &mpsc::Sender<Delta>,
     stop: &Arc<AtomicBool>,
-) -> Result<Option<Vec<ToolCall>>, String> {
+) -> Result<Option<Vec<ToolCall>>, (String, String)> {
     let mut body = json!({"model": cfg.model, "stream": true, "messages": messages});
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools.to_vec());
@@ -145,7 +149,12 @@ fn ask(
     let mut res = req
         .content_type("application/json")
         .send(body.to_string())
-        .map_err(|e| format!("the model server could not be reached: {e}"))?;
+        .map_err(|e| {
+            (
+                "the model server could not be reached".to_owned(),
+                format!("the model server could not be reached: {e}"),
+            )
+        })?;
     let status = res.status().as_u16();
     let mut reader = res.body_mut().as_reader();
     if !(200..300).contains(&status) {
@@ -156,9 +165,10 @@ fn ask(
             .as_str()
             .map(|m| m.chars().take(300).collect::<String>())
             .unwrap_or_default();
-        return Err(format!("the model server answered {status} {why}")
-            .trim_end()
-            .to_owned());
+        return Err((
+            format!("the model server answered {status}"),
+            format!("the model server answered {status} {why}"),
+        ));
     }
     let mut calls: Vec<ToolCall> = Vec::new();
     let mut finished = false;
@@ -166,7 +176,12 @@ fn ask(
         if stop.load(Ordering::Acquire) {
             return Ok(None);
         }
-        let line = line.map_err(|e| format!("the model's answer broke off: {e}"))?;
+        let line = line.map_err(|e| {
+            (
+                "the model's answer broke off".to_owned(),
+                format!("the model's answer broke off: {e}"),
+            )
+        })?;
         let Some(data) = line.strip_prefix("data:") else {
             continue; // comments, `event:` lines and the blank lines between events
         };
@@ -175,11 +190,16 @@ fn ask(
             finished = true;
             break;
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|_| "the model server sent something that is not JSON".to_owned())?;
+        let chunk: Value = serde_json::from_str(data).map_err(|_| {
+            let why = "the model server sent something that is not JSON".to_owned();
+            (why.clone(), why)
+        })?;
         if let Some(e) = chunk.get("error") {
             let why = e["message"].as_str().unwrap_or("unknown error");
-            return Err(format!("the model server failed: {why}"));
+            return Err((
+                "the model server failed".to_owned(),
+                format!("the model server failed: {why}"),
+            ));
         }
         let choice = &chunk["choices"][0];
         if let Some(text) = choice["delta"]["content"].as_str()
@@ -200,7 +220,8 @@ fn ask(
         }
     }
     if !finished {
-        return Err("the model's answer ended before it was complete".into());
+        let why = "the model's answer ended before it was complete".to_owned();
+        return Err((why.clone(), why));
     }
     Ok(Some(calls))
 }
@@ -227,8 +248,11 @@ fn merge_call(calls: &mut Vec<ToolCall>, part: &Value) {
     if let Some(id) = part["id"].as_str() {
         call.id = id.to_owned();
     }
-    if let Some(name) = part["function"]["name"].as_str() {
-        call.name.push_str(name);
+    // The name comes whole, in the first piece (some servers repeat it in every piece).
+    if let Some(name) = part["function"]["name"].as_str()
+        && call.name.is_empty()
+    {
+        name.clone_into(&mut call.name);
     }
     if let Some(args) = part["function"]["arguments"].as_str() {
         call.arguments.push_str(args);

@@ -228,6 +228,7 @@ pub struct Stored {
     pub content: String,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
+    pub tool: Option<String>,
 }
 
 /// The whole transcript, oldest first, for the next request to the model.
@@ -236,7 +237,7 @@ pub fn history(
     conversation: AssistantConversationId,
 ) -> Result<Vec<Stored>, AppError> {
     c.prepare_cached(
-        "SELECT role, content, tool_calls, tool_call_id FROM assistant_messages
+        "SELECT role, content, tool_calls, tool_call_id, tool_name FROM assistant_messages
          WHERE conversation_id = ?1 ORDER BY seq",
     )?
     .query_map([conversation], |r| {
@@ -248,6 +249,7 @@ pub fn history(
                 .and_then(|c| serde_json::from_str(&c).ok())
                 .unwrap_or_default(),
             tool_call_id: r.get(3)?,
+            tool: r.get(4)?,
         })
     })?
     .collect::<Result<_, _>>()
@@ -661,12 +663,15 @@ pub fn take_one(
 }
 
 /// Approvals a crash interrupted (the server stopped between taking the proposal and
-/// finishing): after ten minutes they are `failed`, so the proposal shows what happened
-/// instead of `applying` for ever. A write recorded with its action is never among them.
+/// finishing), after ten minutes: a write that commits with its action record did not
+/// happen (`failed`); a refund or a reply, recorded only after it, may have
+/// (`interrupted`: the order or the conversation tells).
 pub fn fail_interrupted(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(crate::db::exec(
         tx,
-        "UPDATE assistant_proposals SET status = 'failed'
+        "UPDATE assistant_proposals
+         SET status = CASE WHEN tool IN ('refund_order', 'reply_to_conversation')
+                           THEN 'interrupted' ELSE 'failed' END
          WHERE status = 'applying' AND decided_at < ?1",
         [time::format(now - chrono::Duration::minutes(10))],
     )?)

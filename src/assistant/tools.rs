@@ -369,6 +369,17 @@ pub struct Prepared {
     pub risk: Risk,
 }
 
+/// Text from the store's data (written partly by customers) as a summary quotes it: one
+/// line, at most 200 characters, so it cannot pass itself off as the summary's own words.
+fn quoted(s: &str) -> String {
+    let one_line: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    one_line.trim().to_owned()
+}
+
 fn money(cents: i64, currency: &str) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     let c = cents.unsigned_abs();
@@ -464,13 +475,14 @@ pub fn prepare(
                 arguments: json!({"variant_id": a.variant_id, "price_cents": a.price_cents}),
                 summary: format!(
                     "Change the price of {} ({}, SKU {}) from {} to {}",
-                    p.title,
-                    v.map_or("", |v| v.title.as_str()),
-                    v.map_or("", |v| v.sku.as_str()),
+                    quoted(&p.title),
+                    quoted(v.map_or("", |v| v.title.as_str())),
+                    quoted(v.map_or("", |v| v.sku.as_str())),
                     money(old, &currency),
                     money(a.price_cents, &currency)
                 ),
-                risk: Risk::None,
+                // What customers pay: a price is money.
+                risk: Risk::Money,
             }
         }
         "change_order_status" => {
@@ -522,11 +534,16 @@ pub fn prepare(
                     if a.delta > 0 { "Add" } else { "Take" },
                     a.delta.unsigned_abs(),
                     if a.delta > 0 { "to" } else { "from" },
-                    level.sku,
+                    quoted(&level.sku),
                     level.on_hand,
-                    a.reason
+                    quoted(&a.reason)
                 ),
-                risk: Risk::None,
+                // Taking stock off hand may leave orders short.
+                risk: if a.delta < 0 {
+                    Risk::Destructive
+                } else {
+                    Risk::None
+                },
             }
         }
         "reply_to_review" => {
@@ -539,9 +556,9 @@ pub fn prepare(
                 arguments: json!({"review_id": a.review_id, "reply": a.reply}),
                 summary: format!(
                     "Reply publicly to {}'s review of {}: \"{}\"",
-                    r["author_name"].as_str().unwrap_or("a customer"),
-                    r["product_title"].as_str().unwrap_or("a product"),
-                    a.reply
+                    quoted(r["author_name"].as_str().unwrap_or("a customer")),
+                    quoted(r["product_title"].as_str().unwrap_or("a product")),
+                    quoted(&a.reply)
                 ),
                 risk: Risk::External,
             }
@@ -553,7 +570,11 @@ pub fn prepare(
             };
             Prepared {
                 arguments: json!({"conversation_id": a.conversation_id, "text": a.text}),
-                summary: format!("Send {} this message: \"{}\"", conv.display_name, a.text),
+                summary: format!(
+                    "Send {} this message: \"{}\"",
+                    quoted(&conv.display_name),
+                    quoted(&a.text)
+                ),
                 risk: Risk::External,
             }
         }

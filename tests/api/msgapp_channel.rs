@@ -833,6 +833,13 @@ async fn a_verified_phone_talks_to_the_assistant_and_approves_with_a_yes() {
 
     // Verification: a well-formed number, a code sent to it, 422 for a wrong one.
     let phones = format!("{}/assistant/phones", c.p);
+    // A phone acts with the user's whole role: a store API token may not add one.
+    let token = app
+        .store_token(&c.owner, &c.store_id, json!(["assistant.use"]))
+        .await;
+    app.call(post(), &phones, &token, Some(json!({"phone_e164": PHONE})))
+        .await
+        .expect_error(403, "forbidden");
     app.call(
         post(),
         &phones,
@@ -896,17 +903,40 @@ async fn a_verified_phone_talks_to_the_assistant_and_approves_with_a_yes() {
     assert_eq!(reply["to"], WA_ID);
     let body = reply["text"]["body"].as_str().unwrap().to_owned();
     assert!(body.starts_with("Sure."), "{body}");
-    assert!(body.contains("Reply YES to approve"), "{body}");
+    let code = body
+        .split("Reply YES ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("a code to approve with")
+        .to_owned();
+    assert!(
+        body.contains(&format!("to approve or NO {code} to decline")),
+        "{body}"
+    );
     assert!(
         conversations(&app, &c).await.is_empty(),
         "not an inbox conversation"
     );
 
-    // YES approves the proposal; the follow-up is sent back.
-    model.answer(vec![text("Done, it costs 15 now.")]);
-    deliver(&app, &c, &text_from(WA_ID, "wamid.A2", at(&app), "Yes")).await;
-    crate::support::wait_until("the approval's reply", || async {
+    // A bare "yes" names no proposal: it is a message like any other.
+    model.answer(vec![text("Which one? Use its code.")]);
+    deliver(&app, &c, &text_from(WA_ID, "wamid.A2", at(&app), "yes")).await;
+    crate::support::wait_until("the answer to a bare yes", || async {
         fake.count() > sent_before + 1
+    })
+    .await;
+    let product_path = format!("{}/products/{}", c.p, product.body["id"].as_str().unwrap());
+    assert_eq!(
+        app.get_as(&product_path, &c.owner).await.body["variants"][0]["price_cents"],
+        1000
+    );
+
+    // YES and the code approve that proposal; the follow-up is sent back.
+    model.answer(vec![text("Done, it costs 15 now.")]);
+    let yes = format!("Yes {}", code.to_lowercase());
+    deliver(&app, &c, &text_from(WA_ID, "wamid.A3", at(&app), &yes)).await;
+    crate::support::wait_until("the approval's reply", || async {
+        fake.count() > sent_before + 2
     })
     .await;
     let body = fake.received.lock().unwrap().last().unwrap().2["text"]["body"]
@@ -923,7 +953,7 @@ async fn a_verified_phone_talks_to_the_assistant_and_approves_with_a_yes() {
     assert_eq!(p.body["variants"][0]["price_cents"], 1500);
     assert_eq!(
         model.requests().len(),
-        2,
+        3,
         "one turn per message, the repeat ran none"
     );
 }
