@@ -169,6 +169,15 @@ pub struct NewMessage<'a> {
 }
 
 impl<'a> NewMessage<'a> {
+    /// A tool's answer to the call `call_id` of the assistant message before it.
+    pub fn tool(call_id: &'a str, tool: &'a str, content: &'a str) -> Self {
+        Self {
+            tool_call_id: Some(call_id),
+            tool: Some(tool),
+            ..Self::text(Role::Tool, content)
+        }
+    }
+
     pub fn text(role: Role, content: &'a str) -> Self {
         Self {
             role,

@@ -370,14 +370,7 @@ async fn refuse_call(
             store::append(
                 tx,
                 conversation,
-                &NewMessage {
-                    role: Role::Tool,
-                    content: &content,
-                    tool_calls: None,
-                    tool_call_id: Some(&call.id),
-                    tool: Some(&call.name),
-                    ended: None,
-                },
+                &NewMessage::tool(&call.id, &call.name, &content),
                 now,
             )
         })
@@ -484,14 +477,7 @@ async fn run_call(
             store::append(
                 tx,
                 conversation,
-                &NewMessage {
-                    role: Role::Tool,
-                    content: &content,
-                    tool_calls: None,
-                    tool_call_id: Some(&call.id),
-                    tool: Some(&call.name),
-                    ended: None,
-                },
+                &NewMessage::tool(&call.id, &call.name, &content),
                 now,
             )?;
             Ok((out, call))

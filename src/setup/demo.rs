@@ -663,16 +663,6 @@ fn seed_assistant(
         return Ok(());
     };
     let (old, new) = (v.price_cents, v.price_cents + 1000);
-    fn tool_message<'a>(call: &'a ToolCall, content: &'a str) -> NewMessage<'a> {
-        NewMessage {
-            role: Role::Tool,
-            content,
-            tool_calls: None,
-            tool_call_id: Some(&call.id),
-            tool: Some(&call.name),
-            ended: None,
-        }
-    }
     let ask = |conv, text: &str, call: &ToolCall, at| -> Result<(), AppError> {
         assistant::append(tx, conv, &NewMessage::text(Role::User, text), at)?;
         let calls = [call.clone()];
@@ -732,7 +722,12 @@ fn seed_assistant(
         at,
     )?;
     let waiting = json!({"status": "awaiting_approval", "proposal_id": pid}).to_string();
-    assistant::append(tx, conv, &tool_message(&call, &waiting), at)?;
+    assistant::append(
+        tx,
+        conv,
+        &NewMessage::tool(&call.id, &call.name, &waiting),
+        at,
+    )?;
     let variants: Vec<VariantIn> = product
         .variants
         .iter()
@@ -812,6 +807,11 @@ fn seed_assistant(
         at,
     )?;
     let waiting = json!({"status": "awaiting_approval", "proposal_id": pid}).to_string();
-    assistant::append(tx, conv, &tool_message(&call, &waiting), at)?;
+    assistant::append(
+        tx,
+        conv,
+        &NewMessage::tool(&call.id, &call.name, &waiting),
+        at,
+    )?;
     Ok(())
 }
