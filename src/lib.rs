@@ -14,6 +14,7 @@ pub mod commands;
 pub mod config;
 pub mod customers;
 pub mod db;
+pub mod docs;
 pub mod error;
 pub mod events;
 pub mod http;
@@ -71,6 +72,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(inventory::routes())
         .merge(reviews::routes())
         .merge(inbox::routes())
+        .merge(docs::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

@@ -1,0 +1,137 @@
+//! Writing the answer: the seam between retrieval and the text the asker reads.
+//!
+//! [`compose`] takes the question and the passages retrieval chose and returns the answer
+//! as a stream of text deltas. Today it is always the extractive answer (sentences quoted
+//! from the passages); a language model plugs in at [`compose`] without the handler, the
+//! stream encoding or the citations changing.
+
+use std::collections::BTreeSet;
+use std::pin::Pin;
+
+use futures_util::Stream;
+use futures_util::stream;
+
+use super::Docs;
+
+/// Text deltas in order; an `Err` ends the answer with an `error` part whose text is the
+/// message (so it must be fit for the asker to read: no upstream detail).
+pub type Deltas = Pin<Box<dyn Stream<Item = Result<String, String>> + Send>>;
+
+/// Quoted sentences per passage, at most.
+const SENTENCES_PER_PASSAGE: usize = 2;
+
+/// What the asker reads when no passage matched.
+pub const NOT_FOUND: &str = "I could not find that in the documentation. Try other words, \
+     such as the name of a feature, a flag or an error code.";
+
+/// A passage chosen for the answer, with the title of its page.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub page_title: String,
+    pub heading: String,
+    pub text: String,
+}
+
+/// The answer to `question` from `sources` (best first; never empty).
+///
+/// **Where a language model plugs in.** With a model configured (the assistant's provider
+/// settings), build a prompt from `question` and `sources` (each with its page title and
+/// heading, asking the model to answer only from them), send it to the provider's streaming
+/// Chat Completions endpoint, and return its content deltas here as they arrive; map a
+/// provider failure to `Err("the answer could not be generated; try again")`. The caller
+/// cites the pages of all `sources` either way, and keeps the extractive answer for when no
+/// model is configured.
+pub fn compose(docs: &Docs, question: &str, sources: &[Source]) -> Deltas {
+    Box::pin(stream::iter(
+        extractive(docs, question, sources).into_iter().map(Ok),
+    ))
+}
+
+/// The answer without a model: from each source, the sentences that share the most words
+/// with the question (or its first sentences, when only its heading matched), in the
+/// source's own order, introduced by the page and section they come from. One delta per
+/// sentence, so clients see it arrive as a model's answer would.
+pub fn extractive(docs: &Docs, question: &str, sources: &[Source]) -> Vec<String> {
+    let wanted = docs.index.terms(question);
+    let mut deltas = vec!["Here is what the documentation says.".to_owned()];
+    for s in sources {
+        // The text before a page's first section has the page's title for its heading.
+        let from = if s.heading == s.page_title {
+            s.page_title.clone()
+        } else {
+            format!("{} › {}", s.page_title, s.heading)
+        };
+        deltas.push(format!("\n\n**{from}**:"));
+        for sentence in best_sentences(docs, &wanted, &s.text) {
+            deltas.push(format!(" {sentence}"));
+        }
+    }
+    deltas
+}
+
+/// Up to [`SENTENCES_PER_PASSAGE`] sentences of `text`, the ones holding most of `wanted`.
+fn best_sentences<'t>(docs: &Docs, wanted: &BTreeSet<String>, text: &'t str) -> Vec<&'t str> {
+    let sentences = sentences(text);
+    let mut scored: Vec<(usize, usize)> = sentences
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (docs.index.terms(s).intersection(wanted).count(), i))
+        .filter(|(n, _)| *n > 0)
+        .collect();
+    // Most shared words first; the earlier sentence on a tie.
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut chosen: Vec<usize> = scored
+        .into_iter()
+        .take(SENTENCES_PER_PASSAGE)
+        .map(|(_, i)| i)
+        .collect();
+    if chosen.is_empty() {
+        chosen = (0..sentences.len().min(SENTENCES_PER_PASSAGE)).collect();
+    }
+    chosen.sort_unstable();
+    chosen.into_iter().map(|i| sentences[i]).collect()
+}
+
+/// Splits plain text into sentences: at line ends (one block per line) and after `.`, `?`
+/// or `!` followed by a space and a capital letter or a backtick, so `e.g. this` and
+/// `1.5 s` stay whole.
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut start = 0;
+        let b = line.as_bytes();
+        for i in 1..b.len().saturating_sub(1) {
+            if matches!(b[i - 1], b'.' | b'?' | b'!')
+                && b[i] == b' '
+                && (b[i + 1].is_ascii_uppercase() || b[i + 1] == b'`')
+            {
+                out.push(line[start..i].trim());
+                start = i + 1;
+            }
+        }
+        out.push(line[start..].trim());
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sentences;
+
+    #[test]
+    fn sentences_split_at_full_stops_and_lines_only() {
+        assert_eq!(
+            sentences(
+                "One is here, e.g. this. Two `x` too! Three?\nA line 1.5 s long. `code` next."
+            ),
+            [
+                "One is here, e.g. this.",
+                "Two `x` too!",
+                "Three?",
+                "A line 1.5 s long.",
+                "`code` next."
+            ]
+        );
+    }
+}
