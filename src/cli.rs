@@ -193,6 +193,12 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub register_rate_limit: u32,
 
+    /// Documentation questions (`POST /docs/ask`) answered per day, all visitors together;
+    /// each visitor may also ask at most 20 an hour.
+    #[arg(long, env = "MERCHANT_ADMIN_DOCS_DAILY_LIMIT", default_value_t = defaults::DOCS_DAILY_LIMIT,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub docs_daily_limit: u32,
+
     /// Failed sign-ins allowed per e-mail and per client address in 15 minutes.
     #[arg(long, env = "MERCHANT_ADMIN_SIGN_IN_FAILURE_LIMIT", default_value_t = defaults::SIGN_IN_FAILURE_LIMIT,
           value_parser = clap::value_parser!(u32).range(1..))]

@@ -28,6 +28,10 @@ pub mod defaults {
     /// 30 days.
     pub const REFRESH_TOKEN_TTL_SECS: u32 = 2_592_000;
     pub const REGISTER_RATE_LIMIT: u32 = 10;
+    /// Documentation questions per visitor per hour (spec 8).
+    pub const DOCS_HOURLY_LIMIT: u32 = 20;
+    /// Documentation questions per day, all visitors together.
+    pub const DOCS_DAILY_LIMIT: u32 = 2000;
     pub const SIGN_IN_FAILURE_LIMIT: u32 = 10;
     pub const HASH_QUEUE_LIMIT: u32 = 256;
     pub const DB_QUEUE_LIMIT: u32 = crate::db::DEFAULT_QUEUE_LIMIT;
@@ -77,6 +81,9 @@ pub struct Config {
     pub refresh_token_ttl: chrono::Duration,
     /// Registrations allowed per client address per hour.
     pub register_per_hour: u32,
+    /// `POST /docs/ask`: questions per visitor per hour, and per day in all.
+    pub docs_hourly_limit: u32,
+    pub docs_daily_limit: u32,
     /// Failed sign-ins allowed per e-mail and per address in `sign_in_window`.
     pub sign_in_failures: u32,
     pub sign_in_window: chrono::Duration,
@@ -177,6 +184,8 @@ impl Config {
             access_token_ttl: chrono::Duration::seconds(d::ACCESS_TOKEN_TTL_SECS.into()),
             refresh_token_ttl: chrono::Duration::seconds(d::REFRESH_TOKEN_TTL_SECS.into()),
             register_per_hour: d::REGISTER_RATE_LIMIT,
+            docs_hourly_limit: d::DOCS_HOURLY_LIMIT,
+            docs_daily_limit: d::DOCS_DAILY_LIMIT,
             sign_in_failures: d::SIGN_IN_FAILURE_LIMIT,
             sign_in_window: chrono::Duration::minutes(15),
             hash_workers: default_hash_workers(),
@@ -215,6 +224,7 @@ impl Config {
             access_token_ttl: chrono::Duration::seconds(a.access_token_ttl_secs.into()),
             refresh_token_ttl: chrono::Duration::seconds(a.refresh_token_ttl_secs.into()),
             register_per_hour: a.register_rate_limit,
+            docs_daily_limit: a.docs_daily_limit,
             sign_in_failures: a.sign_in_failure_limit,
             hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
             request_deadline: Duration::from_secs(a.request_deadline_secs.into()),

@@ -15,6 +15,7 @@ pub mod commands;
 pub mod config;
 pub mod customers;
 pub mod db;
+pub mod docs;
 pub mod error;
 pub mod events;
 pub mod http;
@@ -73,6 +74,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(reviews::routes())
         .merge(inbox::routes())
         .merge(assistant::routes())
+        .merge(docs::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

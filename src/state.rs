@@ -56,6 +56,8 @@ pub struct Shared {
     /// The origin of absolute links: `--public-url`, else set from the listening address
     /// when serving starts.
     pub public_url: Arc<OnceLock<String>>,
+    /// The embedded guides and their search index (`POST /docs/ask`), built at open.
+    pub docs: Arc<crate::docs::Docs>,
     /// Held while any part of the server runs, so `restore` cannot swap the file under it.
     _lock: Arc<DataDirLock>,
 }
@@ -77,6 +79,7 @@ impl AppState {
         let hasher = Hasher::new(cfg.hash_workers, cfg.hash_queue_limit);
         let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
         let hub = Arc::new(crate::inbox::hub::Hub::new(cfg.max_sockets));
+        let docs = crate::docs::Docs::load()?;
         Ok(Self(Arc::new(Shared {
             db,
             jobs: Arc::new(job_registry()),
@@ -95,6 +98,7 @@ impl AppState {
             assistant: Arc::default(),
             openapi_json: Arc::new(OnceLock::new()),
             public_url: Arc::new(OnceLock::new()),
+            docs: Arc::new(docs),
             _lock: Arc::new(lock),
         })))
     }

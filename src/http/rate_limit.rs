@@ -1,6 +1,8 @@
 //! Rate limits (spec 8, issue 2 §4): a budget per minute per credential, and a smaller one
 //! per client address for anonymous calls. GCRA from `governor`, driven by the app's clock.
-//! Every response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`.
+//! Every response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`:
+//! those of the general budget, unless the handler charged a budget of its own and reported
+//! that one (see [`with_budget`]).
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -45,6 +47,10 @@ pub struct RateLimits {
     anonymous: Limiter,
     /// `POST /auth/register` per client address, on top of the general budget.
     registrations: Limiter,
+    /// Documentation questions per visitor per hour, on top of the general budget.
+    questions: Limiter,
+    /// Documentation questions per day across everyone (one key).
+    questions_daily: Limiter,
     clock: LimiterClock,
 }
 
@@ -66,6 +72,15 @@ fn per_hour(n: u32) -> Quota {
     Quota::per_hour(NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN))
 }
 
+/// `n` a day, as a GCRA budget: all `n` at once, each coming back a day after it was used
+/// (one every `24 h / n`), so no day sees more than `n` plus what came back during it.
+fn per_day(n: u32) -> Quota {
+    let n = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+    Quota::with_period(Duration::from_secs(86_400) / n.get())
+        .unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX))
+        .allow_burst(n)
+}
+
 impl RateLimits {
     pub fn new(cfg: &crate::config::Config, clock: SharedClock) -> Self {
         let clock = LimiterClock(clock);
@@ -81,6 +96,8 @@ impl RateLimits {
             authenticated: make(per_minute(cfg.rate_limit_authenticated)),
             anonymous: make(per_minute(cfg.rate_limit_anonymous)),
             registrations: make(per_hour(cfg.register_per_hour)),
+            questions: make(per_hour(cfg.docs_hourly_limit)),
+            questions_daily: make(per_day(cfg.docs_daily_limit)),
             clock,
         }
     }
@@ -96,6 +113,22 @@ impl RateLimits {
     /// Charges one registration to a client address.
     pub fn check_registration(&self, addr: IpAddr) -> Budget {
         self.charge(&self.registrations, &format!("ip:{}", budget_key(addr)))
+    }
+
+    /// Charges one documentation question to a visitor (any key the caller chose for it),
+    /// then to the daily total. Returns the budget that refused, else the visitor's. A
+    /// question the visitor's budget refuses is not charged to the total, so one visitor
+    /// cannot use it up by asking past their own limit.
+    pub fn check_question(&self, visitor: &str) -> Budget {
+        let own = self.charge(&self.questions, visitor);
+        if own.retry_after_secs.is_some() {
+            return own;
+        }
+        let all = self.charge(&self.questions_daily, "all");
+        if all.retry_after_secs.is_some() {
+            return all;
+        }
+        own
     }
 
     fn charge(&self, limiter: &Limiter, key: &str) -> Budget {
@@ -131,7 +164,12 @@ impl RateLimits {
 
     /// Forgets budgets that are full again (run periodically by the scheduler).
     pub fn forget_idle(&self) {
-        for l in [&self.authenticated, &self.anonymous, &self.registrations] {
+        for l in [
+            &self.authenticated,
+            &self.anonymous,
+            &self.registrations,
+            &self.questions,
+        ] {
             l.retain_recent();
             l.shrink_to_fit();
         }
@@ -143,9 +181,20 @@ fn ceil_secs(d: Duration) -> u64 {
 }
 
 fn set_headers(h: &mut HeaderMap, b: &Budget) {
+    // A handler that charged a budget of its own reported that one: keep it.
+    if h.contains_key("ratelimit-limit") {
+        return;
+    }
     h.insert("ratelimit-limit", HeaderValue::from(b.limit));
     h.insert("ratelimit-remaining", HeaderValue::from(b.remaining));
     h.insert("ratelimit-reset", HeaderValue::from(b.reset_secs));
+}
+
+/// Reports `b` in the `RateLimit-*` headers of a handler's response, in place of the
+/// general budget the middleware would report.
+pub fn with_budget(mut res: Response, b: &Budget) -> Response {
+    set_headers(res.headers_mut(), b);
+    res
 }
 
 /// The middleware: 429 `rate_limited` with `Retry-After` past the budget.

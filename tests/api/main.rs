@@ -8,6 +8,7 @@ mod catalog;
 mod cli;
 mod conventions;
 mod customers;
+mod docs;
 mod email_channel;
 mod idempotency;
 mod identity;

@@ -90,3 +90,38 @@ async fn the_document_describes_the_error_shape() {
         assert!(codes.iter().any(|c| c == code), "{code} missing");
     }
 }
+
+#[tokio::test]
+async fn public_operations_need_no_token_in_the_document() {
+    let app = spawn_app().await;
+    let doc = app.get("/v1/openapi/admin.json").await.body;
+    // Spec 5 rule 9 (the plan list is not served yet).
+    for (path, method) in [
+        ("/auth/register", "post"),
+        ("/auth/login", "post"),
+        ("/auth/2fa/totp/verify", "post"),
+        ("/auth/otp/send", "post"),
+        ("/auth/otp/verify", "post"),
+        ("/auth/refresh", "post"),
+        ("/auth/logout", "post"),
+        ("/docs/ask", "post"),
+        ("/docs/{slug}", "get"),
+    ] {
+        let op = &doc["paths"][path][method];
+        assert!(op.is_object(), "{method} {path} is documented");
+        assert!(op["security"].is_null(), "{method} {path}: {op}");
+    }
+    assert!(doc["paths"]["/stores/{store_id}"]["get"]["security"].is_array());
+    let ask = &doc["paths"]["/docs/ask"]["post"];
+    assert_eq!(ask["tags"], serde_json::json!(["docs"]));
+    assert!(
+        ask["responses"]["200"]["content"]["text/event-stream"].is_object(),
+        "{ask}"
+    );
+    assert!(
+        ask["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("visitor_id") && d.contains("daily")),
+        "the limits are explained: {ask}"
+    );
+}
