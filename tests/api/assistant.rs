@@ -1024,3 +1024,73 @@ async fn an_interrupted_approval_is_failed_by_the_cleanup() {
     let t = shop.read(&path).await;
     assert_eq!(t["data"][2]["proposal"]["status"], "failed");
 }
+
+/// While a turn of the conversation runs, its proposal cannot be decided (409
+/// `assistant_busy`, still pending); the unscoped stop ends the turn.
+#[tokio::test]
+async fn a_proposal_waits_while_its_conversation_is_busy() {
+    let model = FakeModel::start().await;
+    let shop = shop_with(&model).await;
+    model.answer(vec![call(
+        "adjust_stock",
+        json!({"variant_id": shop.variants[0], "delta": 5, "reason": "found"}),
+    )]);
+    let events = shop.chat(json!({"message": "we found 5"})).await;
+    let conv = event(&events, "conversation")["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pid = event(&events, "proposal")["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hold = Arc::new(Notify::new());
+    model.answer(vec![text("thinking"), Part::Hold(hold.clone())]);
+    let mut running = shop
+        .app
+        .stream(
+            &shop.path("assistant/chat"),
+            &shop.token,
+            Some(json!({"conversation_id": conv, "message": "and more?"})),
+        )
+        .await
+        .expect("a stream");
+    running.until("text").await;
+    for action in ["approve", "decline"] {
+        shop.app
+            .stream(
+                &shop.path(&format!("assistant/proposals/{pid}/{action}")),
+                &shop.token,
+                None,
+            )
+            .await
+            .err()
+            .expect("refused")
+            .expect_error(409, "assistant_busy");
+    }
+    shop.app
+        .call(
+            post(),
+            &format!("/v1/assistant/conversations/{conv}/stop"),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect(204);
+    assert_eq!(names(&running.rest().await), ["stopped", "done"]);
+    hold.notify_one();
+    model.answer(vec![text("Added.")]);
+    let events = shop
+        .app
+        .stream(
+            &shop.path(&format!("assistant/proposals/{pid}/approve")),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect("still pending, now decided")
+        .rest()
+        .await;
+    assert_eq!(event(&events, "tool_result")["applied"], true);
+    assert_eq!(shop.stock(0).await.0, 15);
+}

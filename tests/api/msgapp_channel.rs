@@ -882,6 +882,41 @@ async fn a_verified_phone_talks_to_the_assistant_and_approves_with_a_yes() {
         .await;
     r.expect(200);
     assert_eq!(r.body["phone_e164"], PHONE);
+    // Codes are sent at most five times an hour (two were sent above).
+    let (other, other_id) = app.member("staff@example.com").await;
+    app.add_to_store(&c.store_id, &other_id, "admin").await;
+    for _ in 0..5 {
+        app.call(
+            post(),
+            &phones,
+            &other,
+            Some(json!({"phone_e164": "+5511900000001"})),
+        )
+        .await
+        .expect(200);
+    }
+    let r = app
+        .call(
+            post(),
+            &phones,
+            &other,
+            Some(json!({"phone_e164": "+5511900000001"})),
+        )
+        .await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.body["details"]["retry_after_seconds"].as_i64().unwrap() > 0);
+    // A number another member verified is theirs.
+    app.call(post(), &phones, &other, Some(json!({"phone_e164": PHONE})))
+        .await
+        .expect_error(429, "rate_limited");
+    app.clock.advance(Duration::hours(1));
+    app.call(post(), &phones, &other, Some(json!({"phone_e164": PHONE})))
+        .await
+        .expect(200);
+    let stolen = fake.last_code();
+    app.call(post(), &verify, &other, Some(json!({"code": stolen})))
+        .await
+        .expect_error(409, "conflict");
     let sent_before = fake.count();
 
     // A message from that phone is an assistant turn, answered on the messaging app.
