@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "http/assistant.rs"]
+mod assistant;
+
 const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
 const PASSWORD: &str = "benchmark password";
 
@@ -87,7 +90,7 @@ impl Drop for Server {
     }
 }
 
-fn start_server(data_dir: &std::path::Path) -> (Server, String) {
+fn start_server(data_dir: &std::path::Path, model_base: &str) -> (Server, String) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -110,6 +113,15 @@ fn start_server(data_dir: &std::path::Path) -> (Server, String) {
             "1000000000",
         ])
         .args(["--sign-in-failure-limit", "1000000000"])
+        // The assistant phase's fake model listens on loopback.
+        .args([
+            "--assistant-provider",
+            "openai",
+            "--assistant-model",
+            "bench",
+        ])
+        .args(["--assistant-api-base", model_base])
+        .args(["--assistant-monthly-cap", "1000000000"])
         // The webhook phase's receiver listens on loopback.
         .arg("--allow-private-webhook-targets")
         .arg("--data-dir")
@@ -390,7 +402,8 @@ fn main() {
     // own limit: another build measured A/B).
     rlimit::increase_nofile_limit(u64::MAX).expect("raise the open-files limit");
     let dir = tempfile::tempdir().unwrap();
-    let (server, base) = start_server(dir.path());
+    let (model_listener, model_base) = assistant::bind();
+    let (server, base) = start_server(dir.path(), &model_base);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1) // one core for the load, one for the server
         .enable_all()
@@ -401,6 +414,7 @@ fn main() {
         .pool_max_idle_per_host(256)
         .build()
         .unwrap();
+    rt.spawn(assistant::serve(model_listener));
     let base = Arc::new(base);
     let token = rt.block_on(sign_in(&client, &base));
     let (store_id, st_token) = rt.block_on(store_token(&client, &base, &token, "Bench"));
@@ -434,6 +448,9 @@ fn main() {
             &store_id,
             server.0.id(),
         ));
+    }
+    if args.only.as_deref().is_none_or(|o| o == "assistant") {
+        rt.block_on(assistant::run(&client, &base, &model_base, &token));
     }
     if args.only.as_deref().is_none_or(|o| o == "sockets") {
         rt.block_on(sockets::run(

@@ -584,7 +584,8 @@ pub async fn list_actions(
 
 /// Takes back one of the caller's assistant actions through the same write path (a price or
 /// a stock change is restored, a review reply put back as it was). 409
-/// `action_already_undone`; 422 `undo_not_supported` for refunds, sent messages and order
+/// `action_already_undone`; 409 `conflict` when the price or reply was changed since (undo
+/// would overwrite that change); 422 `undo_not_supported` for refunds, sent messages and order
 /// status changes (the order lifecycle moves forward only).
 #[utoipa::path(post, path = "/stores/{store_id}/assistant/actions/{action_id}/undo",
     tag = "assistant", security(("bearer" = [])),
@@ -632,7 +633,15 @@ pub async fn undo_action(
         return Err(already());
     }
     let actor = Actor::of(&scope).via_assistant();
-    if let Err(e) = tools::undo(&st, &actor, store_id, &action.tool, &undo).await {
+    if let Err(e) = tools::undo(
+        &st,
+        &actor,
+        store_id,
+        (&action.tool, &action.arguments),
+        &undo,
+    )
+    .await
+    {
         st.db
             .write(move |tx| store::mark_undone(tx, id, None))
             .await?;

@@ -767,18 +767,31 @@ pub async fn apply(
 }
 
 /// Takes back an applied write through the same write path, as `actor`.
+/// A value changed since the action set it: putting the old one back would overwrite
+/// someone's later change.
+fn changed_since(what: &str) -> AppError {
+    AppError::conflict(
+        crate::error::ErrorCode::Conflict,
+        format!("the {what} was changed since; undoing would overwrite that change"),
+    )
+}
+
 pub async fn undo(
     st: &AppState,
     actor: &Actor,
     store: StoreId,
-    tool: &str,
+    (tool, applied): (&str, &Value),
     undo: &Value,
 ) -> Result<(), AppError> {
     let bad = |e: String| AppError::internal(anyhow::anyhow!("stored undo: {e}"));
     match tool {
         "change_price" => {
             let a: PriceArgs = args(undo).map_err(bad)?;
-            let (product, _) = price_patch(st, store, a.variant_id, a.price_cents).await?;
+            let set: PriceArgs = args(applied).map_err(bad)?;
+            let (product, now) = price_patch(st, store, a.variant_id, a.price_cents).await?;
+            if now != set.price_cents {
+                return Err(changed_since("price"));
+            }
             crate::catalog::writes::update_product(st, actor, store, product.0, product.1).await?;
         }
         "adjust_stock" => {
@@ -796,7 +809,11 @@ pub async fn undo(
                 reply: Option<String>,
             }
             let a: Back = args(undo).map_err(bad)?;
+            let set: ReviewReplyArgs = args(applied).map_err(bad)?;
             let before = review(st, store, a.review_id).await?;
+            if before.1.as_deref() != Some(set.reply.trim()) {
+                return Err(changed_since("reply"));
+            }
             let patch = crate::reviews::model::ReviewPatch {
                 status: before.0,
                 reply: Some(a.reply),

@@ -1094,3 +1094,57 @@ async fn a_proposal_waits_while_its_conversation_is_busy() {
     assert_eq!(event(&events, "tool_result")["applied"], true);
     assert_eq!(shop.stock(0).await.0, 15);
 }
+
+/// Undo puts the old price back only while the price is still the one the action set: a
+/// later change by someone else is not overwritten (409 `conflict`, the action stays
+/// undoable).
+#[tokio::test]
+async fn undo_does_not_overwrite_a_later_change() {
+    let model = FakeModel::start().await;
+    let shop = shop_with(&model).await;
+    model.answer(vec![call(
+        "change_price",
+        json!({"variant_id": shop.variants[0], "price_cents": 2700}),
+    )]);
+    let events = shop.chat(json!({"message": "27"})).await;
+    let pid = event(&events, "proposal")["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let events = shop
+        .app
+        .stream(
+            &shop.path(&format!("assistant/proposals/{pid}/approve?confirmed=true")),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect("a stream")
+        .rest()
+        .await;
+    let action = event(&events, "tool_result")["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Someone sets another price by hand.
+    let product = shop.read("products?limit=1").await["data"][0].clone();
+    let mut variants = product["variants"].clone();
+    variants[0]["price_cents"] = json!(2900);
+    shop.app
+        .call(
+            patch(),
+            &shop.path(&format!("products/{}", product["id"].as_str().unwrap())),
+            &shop.token,
+            Some(json!({"variants": variants})),
+        )
+        .await
+        .expect(200);
+    let undo = shop.path(&format!("assistant/actions/{action}/undo"));
+    shop.app
+        .call(post(), &undo, &shop.token, None)
+        .await
+        .expect_error(409, "conflict");
+    assert_eq!(shop.price(0).await, 2900);
+    let actions = shop.read("assistant/actions").await;
+    assert!(actions["data"][0]["undone_at"].is_null(), "still undoable");
+}
