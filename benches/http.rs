@@ -3,6 +3,7 @@
 //! printing requests/s, p50 and p99. Figures go into README.md; nothing here asserts speed.
 //!
 //! `cargo bench --bench http -- [--seconds 10] [--connections 64] [--only NAME]`
+//! (`--only docs`: the documentation questions phase on a server of its own)
 //!
 //! The server logs every request at info level (to /dev/null), as in production; rate
 //! limits and the sign-in lockout are raised so they do not shape the load.
@@ -451,6 +452,9 @@ fn main() {
     }
     if args.only.as_deref().is_none_or(|o| o == "assistant") {
         rt.block_on(assistant::run(&client, &base, &model_base, &token));
+    }
+    if args.only.as_deref().is_none_or(|o| o == "docs") {
+        rt.block_on(docs::run(&client, args.seconds));
     }
     if args.only.as_deref().is_none_or(|o| o == "sockets") {
         rt.block_on(sockets::run(
@@ -1213,5 +1217,184 @@ mod sockets {
         send_rate(open.len(), &totals, urls, token, (32, 10), &loadavg).await;
         drop(open);
         println!("  server RSS at the end: {:.1} MiB", super::rss_mib(pid));
+    }
+}
+
+/// Documentation questions (issue 16): time to first byte of `POST /v1/docs/ask` (the
+/// extractive answer, no model) at 16 connections, and what indexing the guides cost at
+/// start. On a server of its own, started with its log on a pipe to read the index's log
+/// line, and with the question limits raised; each visitor id asks 20 questions (its hourly
+/// budget), so the per-visitor table is exercised as under real traffic.
+mod docs {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    use serde_json::{Value, json};
+
+    const CONNECTIONS: usize = 16;
+    /// Questions of several lengths and topics; one with no match.
+    const QUESTIONS: [&str; 6] = [
+        "How do I verify a webhook signature?",
+        "How can I refund an order that is still pending with the payment provider?",
+        "backup restore secrets.key",
+        "Which flags turn on the assistant with a local Ollama model?",
+        "How do I add the chat widget to my shop's pages and limit it to my domain?",
+        "What is the airspeed velocity of an unladen swallow?",
+    ];
+
+    fn pct(sorted: &[Duration], p: f64) -> f64 {
+        super::pct(sorted, p)
+    }
+
+    pub async fn run(client: &reqwest::Client, seconds: u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let bin =
+            std::env::var("MERCHANT_ADMIN_BENCH_SERVER").unwrap_or_else(|_| super::BIN.to_owned());
+        let mut child = Command::new(bin)
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args([
+                "--log-format",
+                "json",
+                "--rate-limit-anonymous",
+                "1000000000",
+            ])
+            .args(["--docs-daily-limit", "4000000000"])
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env("MERCHANT_ADMIN_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the release binary");
+        let pid = child.id();
+        // The log is read to its end on a thread of its own, so the server never blocks on
+        // a full pipe; the index's line is handed back.
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("documentation index built")
+                    && let Ok(v) = serde_json::from_str::<Value>(&line)
+                {
+                    let _ = tx.send(v["fields"].clone());
+                }
+            }
+        });
+        let built = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the server logs the documentation index");
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        #[expect(clippy::cast_precision_loss, reason = "a size")]
+        let kib = |f: &str| built[f].as_u64().unwrap_or(0) as f64 / 1024.0;
+        println!(
+            "\ndocumentation questions\n  index built at start in {} ms: {} passages, index \
+             {:.1} KiB + passage text {:.1} KiB; RSS grew {:.1} MiB meanwhile; server RSS \
+             {:.1} MiB once listening [{}]",
+            built["build_ms"],
+            built["passages"],
+            kib("index_bytes"),
+            kib("passage_bytes"),
+            kib("rss_growth_bytes") / 1024.0,
+            super::rss_mib(pid),
+            loadavg()
+        );
+
+        // Warm up connections, then measure.
+        for i in 0..50 {
+            ask(client, &base, &format!("warm-{}", i / 20), QUESTIONS[i % 6]).await;
+        }
+        let until = Instant::now() + Duration::from_secs(seconds);
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for c in 0..CONNECTIONS {
+            let (client, base) = (client.clone(), base.clone());
+            tasks.push(tokio::spawn(async move {
+                let (mut first, mut whole, mut errors) = (Vec::new(), Vec::new(), 0usize);
+                let mut n = 0usize;
+                while Instant::now() < until {
+                    let visitor = format!("c{c}-{}", n / 20);
+                    match ask(&client, &base, &visitor, QUESTIONS[n % QUESTIONS.len()]).await {
+                        Some((f, w)) => {
+                            first.push(f);
+                            whole.push(w);
+                        }
+                        None => errors += 1,
+                    }
+                    n += 1;
+                }
+                (first, whole, errors)
+            }));
+        }
+        let (mut first, mut whole, mut errors) = (Vec::new(), Vec::new(), 0);
+        for t in tasks {
+            let (f, w, e) = t.await.unwrap();
+            first.extend(f);
+            whole.extend(w);
+            errors += e;
+        }
+        let elapsed = started.elapsed();
+        first.sort_unstable();
+        whole.sort_unstable();
+        #[expect(clippy::cast_precision_loss, reason = "a rate")]
+        let rate = first.len() as f64 / elapsed.as_secs_f64();
+        println!(
+            "  POST /v1/docs/ask, {CONNECTIONS} connections, {seconds} s: {} answers \
+             ({rate:.0}/s, {errors} errors); first byte p50 {:.2} / p99 {:.2} / max {:.2} ms; \
+             whole answer p50 {:.2} / p99 {:.2} ms; server RSS after {:.1} MiB [{}]",
+            first.len(),
+            pct(&first, 0.50),
+            pct(&first, 0.99),
+            pct(&first, 1.0),
+            pct(&whole, 0.50),
+            pct(&whole, 0.99),
+            super::rss_mib(pid),
+            loadavg()
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// One question: the time to the first byte of the body, and to its end. None unless
+    /// it answered 200 with a stream ending `[DONE]`.
+    async fn ask(
+        client: &reqwest::Client,
+        base: &str,
+        visitor: &str,
+        question: &str,
+    ) -> Option<(Duration, Duration)> {
+        let t = Instant::now();
+        let mut res = client
+            .post(format!("{base}/v1/docs/ask"))
+            .json(&json!({"question": question, "visitor_id": visitor}))
+            .send()
+            .await
+            .ok()?;
+        if res.status() != 200 {
+            return None;
+        }
+        let mut body = res.chunk().await.ok()??.to_vec();
+        let first = t.elapsed();
+        while let Some(more) = res.chunk().await.ok()? {
+            body.extend_from_slice(&more);
+        }
+        body.ends_with(b"data: [DONE]\n\n")
+            .then_some((first, t.elapsed()))
+    }
+
+    fn loadavg() -> String {
+        let l = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        format!("load {}", l.split_whitespace().next().unwrap_or("?"))
     }
 }

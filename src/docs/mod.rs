@@ -75,7 +75,7 @@ impl Docs {
         tracing::info!(
             pages = pages.len(),
             passages = passages.len(),
-            build_ms = started.elapsed().as_millis(),
+            build_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             index_bytes = index.size_bytes(),
             passage_bytes = passages
                 .iter()

@@ -8,20 +8,23 @@
 use std::collections::BTreeSet;
 
 use tantivy::collector::TopDocs;
+use tantivy::directory::RamDirectory;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+    TokenizerManager,
 };
 use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument};
 
 use super::pages::{Page, Passage};
 
 const ANALYZER: &str = "docs";
-/// The smallest writer budget tantivy accepts; the guides need a fraction of it.
-const WRITER_BUDGET: usize = 15_000_000;
+/// The indexing buffer: the guides' terms fit many times over. (Its term table is sized from
+/// it; tantivy's threaded writer insists on 15 MB, a few of them touched at once.)
+const WRITER_BUDGET: usize = 1 << 20;
 /// A word in a heading says more about the passage than one in its body.
 const HEADING_BOOST: f32 = 2.0;
 const TITLE_BOOST: f32 = 1.5;
@@ -47,22 +50,29 @@ impl SearchIndex {
         let heading = schema.add_text_field("heading", text.clone());
         let body = schema.add_text_field("body", text);
         let id = schema.add_u64_field("passage", FAST | STORED);
-        let index = Index::create_in_ram(schema.build());
         let analyzer = analyzer();
-        index.tokenizers().register(ANALYZER, analyzer.clone());
-
-        // One indexing thread: the guides are a few dozen passages.
-        let mut writer = index.writer_with_num_threads::<TantivyDocument>(1, WRITER_BUDGET)?;
+        let tokenizers = TokenizerManager::default();
+        tokenizers.register(ANALYZER, analyzer.clone());
+        // One segment, written on this thread: the threaded `IndexWriter` starts indexing and
+        // merge threads and a 15 MB buffer for a few dozen passages, which under mimalloc
+        // left the process about 28 MB larger. This writer is public but hidden from
+        // tantivy's docs (meant for small in-memory indexes); the version is pinned to 0.27.
+        let mut writer = Index::builder()
+            .schema(schema.build())
+            .tokenizers(tokenizers)
+            .single_segment_index_writer::<TantivyDocument>(
+                RamDirectory::create(),
+                WRITER_BUDGET,
+            )?;
         for (i, p) in passages.iter().enumerate() {
             let mut doc = TantivyDocument::default();
             doc.add_text(title, &pages[p.page].title);
             doc.add_text(heading, &p.heading);
             doc.add_text(body, &p.text);
-            doc.add_u64(id, i as u64);
+            doc.add_u64(id, u64::try_from(i).unwrap_or(u64::MAX));
             writer.add_document(doc)?;
         }
-        writer.commit()?;
-        writer.wait_merging_threads()?;
+        let index = writer.finalize()?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
