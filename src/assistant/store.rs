@@ -377,7 +377,7 @@ pub struct NewProposal<'a> {
     pub expires_at: DateTime<Utc>,
 }
 
-pub fn insert_proposal(
+fn insert_proposal(
     tx: &Transaction<'_>,
     p: &NewProposal<'_>,
     now: DateTime<Utc>,
@@ -411,6 +411,25 @@ pub fn proposal_by_id_unscoped(
     now: DateTime<Utc>,
 ) -> Result<ProposalOut, AppError> {
     get_proposal_by_id(c, id, now)?.ok_or_else(|| AppError::not_found("proposal"))
+}
+
+/// Stores a proposal and the answer to its tool call the model reads: awaiting approval.
+pub fn propose(
+    tx: &Transaction<'_>,
+    p: &NewProposal<'_>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    insert_proposal(tx, p, now)?;
+    let waiting = serde_json::json!({"status": "awaiting_approval", "proposal_id": p.id,
+                                     "summary": p.summary})
+    .to_string();
+    append(
+        tx,
+        p.conversation,
+        &NewMessage::tool(p.tool_call_id, p.tool, &waiting),
+        now,
+    )?;
+    Ok(())
 }
 
 fn get_proposal_by_id(

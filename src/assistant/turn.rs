@@ -444,35 +444,24 @@ async fn run_call(
     let written = st
         .db
         .write(move |tx| {
-            let mut content = content;
-            let mut out = None;
             if let Some((name, p)) = proposal {
-                let id = ProposalId::new();
-                let expires = now + PROPOSAL_TTL;
-                store::insert_proposal(
-                    tx,
-                    &NewProposal {
-                        id,
-                        store: store_id,
-                        user,
-                        conversation,
-                        tool_call_id: &call.id,
-                        tool: name,
-                        arguments: &p.arguments,
-                        summary: &p.summary,
-                        risk: p.risk,
-                        expires_at: expires,
-                    },
-                    now,
-                )?;
-                content = json!({"status": "awaiting_approval", "proposal_id": id,
-                                 "summary": p.summary})
-                .to_string();
-                out = Some(
-                    json!({"proposal_id": id, "tool": name, "arguments": p.arguments,
-                                  "summary": p.summary, "risk": p.risk,
-                                  "expires_at": crate::time::format(expires)}),
-                );
+                let new = NewProposal {
+                    id: ProposalId::new(),
+                    store: store_id,
+                    user,
+                    conversation,
+                    tool_call_id: &call.id,
+                    tool: name,
+                    arguments: &p.arguments,
+                    summary: &p.summary,
+                    risk: p.risk,
+                    expires_at: now + PROPOSAL_TTL,
+                };
+                store::propose(tx, &new, now)?;
+                let out = json!({"proposal_id": new.id, "tool": name, "arguments": p.arguments,
+                                 "summary": p.summary, "risk": p.risk,
+                                 "expires_at": crate::time::format(new.expires_at)});
+                return Ok((Some(out), call));
             }
             store::append(
                 tx,
@@ -480,7 +469,7 @@ async fn run_call(
                 &NewMessage::tool(&call.id, &call.name, &content),
                 now,
             )?;
-            Ok((out, call))
+            Ok((None, call))
         })
         .await?;
     let (proposal, call) = written;

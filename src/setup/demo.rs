@@ -705,7 +705,7 @@ fn seed_assistant(
         new / 100,
         new % 100
     );
-    assistant::insert_proposal(
+    assistant::propose(
         tx,
         &NewProposal {
             id: pid,
@@ -716,16 +716,9 @@ fn seed_assistant(
             tool: &call.name,
             arguments: &args,
             summary: &summary,
-            risk: Risk::None,
+            risk: Risk::Money,
             expires_at: at + crate::assistant::turn::PROPOSAL_TTL,
         },
-        at,
-    )?;
-    let waiting = json!({"status": "awaiting_approval", "proposal_id": pid}).to_string();
-    assistant::append(
-        tx,
-        conv,
-        &NewMessage::tool(&call.id, &call.name, &waiting),
         at,
     )?;
     let variants: Vec<VariantIn> = product
@@ -790,7 +783,7 @@ fn seed_assistant(
         at,
     )?;
     let pid = ProposalId::new();
-    assistant::insert_proposal(
+    assistant::propose(
         tx,
         &NewProposal {
             id: pid,
@@ -804,13 +797,6 @@ fn seed_assistant(
             risk: Risk::None,
             expires_at: at + crate::assistant::turn::PROPOSAL_TTL,
         },
-        at,
-    )?;
-    let waiting = json!({"status": "awaiting_approval", "proposal_id": pid}).to_string();
-    assistant::append(
-        tx,
-        conv,
-        &NewMessage::tool(&call.id, &call.name, &waiting),
         at,
     )?;
     Ok(())
