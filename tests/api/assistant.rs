@@ -1148,3 +1148,68 @@ async fn undo_does_not_overwrite_a_later_change() {
     let actions = shop.read("assistant/actions").await;
     assert!(actions["data"][0]["undone_at"].is_null(), "still undoable");
 }
+
+/// Deleting a conversation keeps what it applied, still undoable: a stock adjustment is
+/// taken back through the stock route's own path (an adjustment the other way).
+#[tokio::test]
+async fn a_deleted_conversations_actions_stay_undoable() {
+    let model = FakeModel::start().await;
+    let shop = shop_with(&model).await;
+    model.answer(vec![call(
+        "adjust_stock",
+        json!({"variant_id": shop.variants[1], "delta": 7, "reason": "delivery"}),
+    )]);
+    let events = shop.chat(json!({"message": "7 more M tees arrived"})).await;
+    let conv = event(&events, "conversation")["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pid = event(&events, "proposal")["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(event(&events, "proposal")["risk"], "none", "adding stock");
+    model.answer(vec![text("Added.")]);
+    let events = shop
+        .app
+        .stream(
+            &shop.path(&format!("assistant/proposals/{pid}/approve")),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect("a stream")
+        .rest()
+        .await;
+    let action = event(&events, "tool_result")["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(shop.stock(1).await.0, 17);
+    shop.app
+        .call(
+            axum::http::Method::DELETE,
+            &shop.path(&format!("assistant/conversations/{conv}")),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect(204);
+    let actions = shop.read("assistant/actions").await;
+    assert_eq!(actions["data"][0]["id"], action.as_str());
+    assert!(actions["data"][0]["conversation_id"].is_null());
+    let r = shop
+        .app
+        .call(
+            post(),
+            &shop.path(&format!("assistant/actions/{action}/undo")),
+            &shop.token,
+            None,
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(shop.stock(1).await.0, 10);
+    let adjustments = shop.read("audit-log").await;
+    assert_eq!(adjustments["data"][0]["action"], "inventory.adjusted");
+    assert_eq!(adjustments["data"][0]["via"], "assistant");
+}
