@@ -34,6 +34,15 @@ impl Shop {
         }
     }
 
+    /// POSTs a streaming assistant route under the store (an approval, a decline): its
+    /// events to the end, or the refusal.
+    async fn streamed(&self, rest: &str) -> Result<Vec<(String, Value)>, crate::support::Reply> {
+        match self.app.stream(&self.path(rest), &self.token, None).await {
+            Ok(events) => Ok(events.rest().await),
+            Err(refused) => Err(refused),
+        }
+    }
+
     async fn price(&self, i: usize) -> i64 {
         let p = self.read("products?limit=1").await;
         p["data"][0]["variants"][i]["price_cents"].as_i64().unwrap()
@@ -163,27 +172,14 @@ async fn a_turn_reads_proposes_and_an_approved_write_can_be_undone_once() {
     // Approve: applied through the product route's path, then the follow-up turn.
     model.answer(vec![text("Done: it now costs 27.00.")]);
     let pid = proposal["proposal_id"].as_str().unwrap();
-    shop.app
-        .stream(
-            &shop.path(&format!("assistant/proposals/{pid}/approve")),
-            &shop.token,
-            None,
-        )
+    shop.streamed(&format!("assistant/proposals/{pid}/approve"))
         .await
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .expect_error(428, "confirmation_required");
     let events = shop
-        .app
-        .stream(
-            &shop.path(&format!("assistant/proposals/{pid}/approve?confirmed=true")),
-            &shop.token,
-            None,
-        )
+        .streamed(&format!("assistant/proposals/{pid}/approve?confirmed=true"))
         .await
-        .expect("a stream")
-        .rest()
-        .await;
+        .expect("a stream");
     assert_eq!(
         names(&events),
         ["conversation", "tool_result", "text", "done"]
@@ -239,15 +235,9 @@ async fn a_turn_reads_proposes_and_an_approved_write_can_be_undone_once() {
         .expect_error(409, "action_already_undone");
     assert_eq!(shop.price(0).await, 2500);
     // The proposal was decided: approving again finds nothing.
-    shop.app
-        .stream(
-            &shop.path(&format!("assistant/proposals/{pid}/approve")),
-            &shop.token,
-            None,
-        )
+    shop.streamed(&format!("assistant/proposals/{pid}/approve"))
         .await
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .expect_error(404, "not_found");
 }
 
@@ -323,16 +313,9 @@ async fn an_approved_write_the_area_refuses_changes_nothing() {
         .to_owned();
     model.answer(vec![text("That did not work.")]);
     let events = shop
-        .app
-        .stream(
-            &shop.path(&format!("assistant/proposals/{pid}/approve?confirmed=true")),
-            &shop.token,
-            None,
-        )
+        .streamed(&format!("assistant/proposals/{pid}/approve?confirmed=true"))
         .await
-        .expect("a stream")
-        .rest()
-        .await;
+        .expect("a stream");
     let result = event(&events, "tool_result");
     assert_eq!(result["applied"], false);
     assert_eq!(result["error"]["code"], "insufficient_stock");
@@ -530,15 +513,9 @@ async fn permission_is_checked_at_approval_time() {
         .unwrap()
         .to_owned();
     // The owner cannot decide the admin's proposal: it is not theirs.
-    shop.app
-        .stream(
-            &shop.path(&format!("assistant/proposals/{pid}/approve")),
-            &shop.token,
-            None,
-        )
+    shop.streamed(&format!("assistant/proposals/{pid}/approve"))
         .await
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .expect_error(404, "not_found");
     shop.app
         .call(
@@ -1057,15 +1034,9 @@ async fn a_proposal_waits_while_its_conversation_is_busy() {
         .expect("a stream");
     running.until("text").await;
     for action in ["approve", "decline"] {
-        shop.app
-            .stream(
-                &shop.path(&format!("assistant/proposals/{pid}/{action}")),
-                &shop.token,
-                None,
-            )
+        shop.streamed(&format!("assistant/proposals/{pid}/{action}"))
             .await
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .expect_error(409, "assistant_busy");
     }
     shop.app
@@ -1081,16 +1052,9 @@ async fn a_proposal_waits_while_its_conversation_is_busy() {
     hold.notify_one();
     model.answer(vec![text("Added.")]);
     let events = shop
-        .app
-        .stream(
-            &shop.path(&format!("assistant/proposals/{pid}/approve")),
-            &shop.token,
-            None,
-        )
+        .streamed(&format!("assistant/proposals/{pid}/approve"))
         .await
-        .expect("still pending, now decided")
-        .rest()
-        .await;
+        .expect("still pending, now decided");
     assert_eq!(event(&events, "tool_result")["applied"], true);
     assert_eq!(shop.stock(0).await.0, 15);
 }
@@ -1112,16 +1076,9 @@ async fn undo_does_not_overwrite_a_later_change() {
         .unwrap()
         .to_owned();
     let events = shop
-        .app
-        .stream(
-            &shop.path(&format!("assistant/proposals/{pid}/approve?confirmed=true")),
-            &shop.token,
-            None,
-        )
+        .streamed(&format!("assistant/proposals/{pid}/approve?confirmed=true"))
         .await
-        .expect("a stream")
-        .rest()
-        .await;
+        .expect("a stream");
     let action = event(&events, "tool_result")["action_id"]
         .as_str()
         .unwrap()
@@ -1171,16 +1128,9 @@ async fn a_deleted_conversations_actions_stay_undoable() {
     assert_eq!(event(&events, "proposal")["risk"], "none", "adding stock");
     model.answer(vec![text("Added.")]);
     let events = shop
-        .app
-        .stream(
-            &shop.path(&format!("assistant/proposals/{pid}/approve")),
-            &shop.token,
-            None,
-        )
+        .streamed(&format!("assistant/proposals/{pid}/approve"))
         .await
-        .expect("a stream")
-        .rest()
-        .await;
+        .expect("a stream");
     let action = event(&events, "tool_result")["action_id"]
         .as_str()
         .unwrap()
