@@ -45,10 +45,24 @@ struct Running {
     stopped: Arc<Notify>,
 }
 
-/// The turns running now, one per conversation at most.
-#[derive(Default)]
+/// Requests to the model running at once, server-wide: each holds a thread of the blocking
+/// pool (which webhooks, e-mail and the messaging app share) for as long as it streams.
+const MODEL_REQUESTS: usize = 32;
+
+/// The turns running now, one per conversation at most, and the model requests' slots.
 pub struct Turns {
     running: Mutex<HashMap<AssistantConversationId, Running>>,
+    /// A request to the model holds one while it streams ([`MODEL_REQUESTS`]).
+    pub model_slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl Default for Turns {
+    fn default() -> Self {
+        Self {
+            running: Mutex::default(),
+            model_slots: Arc::new(tokio::sync::Semaphore::new(MODEL_REQUESTS)),
+        }
+    }
 }
 
 /// Held while a conversation's turn runs; dropping it frees the conversation.
@@ -242,10 +256,22 @@ async fn rounds(
         let messages = wire_messages(caller, &history, st.clock.now());
         let offered = tools::offered(&caller.permissions);
 
+        // A turn waits for a slot (a stop ends the wait); the slot is freed when the
+        // request itself ends, not when the turn moves on.
+        let slot = tokio::select! {
+            slot = st.assistant.model_slots.clone().acquire_owned() => {
+                slot.map_err(AppError::internal)?
+            }
+            () = guard.stopped.notified() => {
+                events.send("stopped", &json!({})).await;
+                return Ok(());
+            }
+        };
         let (tx, mut rx) = mpsc::channel::<Delta>(64);
         let (m, stop) = (model.clone(), guard.stop.clone());
         let asking = tokio::task::spawn_blocking(move || {
             super::provider::stream(&m, &messages, &offered, &tx, &stop);
+            drop(slot);
         });
         let mut text = String::new();
         let ended = loop {

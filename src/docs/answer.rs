@@ -7,9 +7,11 @@
 
 use std::collections::BTreeSet;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures_util::Stream;
 use futures_util::stream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::Docs;
 
@@ -36,14 +38,18 @@ pub struct Source {
 /// language model when one is configured (the assistant's `--assistant-*` settings), from
 /// these passages only and streamed as it writes; else the extractive answer. The caller
 /// cites the pages of all `sources` either way.
+///
+/// The model is asked only when one of the server's model slots is free at once (`slots`,
+/// shared with the assistant's turns): a public question never queues behind them, it gets
+/// the extractive answer instead.
 pub fn compose(
     docs: &Docs,
     question: &str,
     sources: &[Source],
-    model: Option<&crate::assistant::provider::ModelConfig>,
+    model: Option<(&crate::assistant::provider::ModelConfig, &Arc<Semaphore>)>,
 ) -> Deltas {
-    match model {
-        Some(model) => generated(model, question, sources),
+    match model.and_then(|(m, slots)| Some((m, slots.clone().try_acquire_owned().ok()?))) {
+        Some((model, slot)) => generated(model, slot, question, sources),
         None => Box::pin(stream::iter(
             extractive(docs, question, sources).into_iter().map(Ok),
         )),
@@ -76,18 +82,21 @@ fn prompt(question: &str, sources: &[Source]) -> Vec<serde_json::Value> {
 /// The model's answer, relayed delta by delta as the provider reads them.
 fn generated(
     model: &crate::assistant::provider::ModelConfig,
+    slot: OwnedSemaphorePermit,
     question: &str,
     sources: &[Source],
 ) -> Deltas {
     use crate::assistant::provider::{self, Delta};
-    use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 
     let (tx, rx) = tokio::sync::mpsc::channel::<Delta>(64);
     let (model, messages) = (model.clone(), prompt(question, sources));
     // A client that hangs up closes the channel; the request stops at its next line.
     let stop = Arc::new(AtomicBool::new(false));
-    tokio::task::spawn_blocking(move || provider::stream(&model, &messages, &[], &tx, &stop));
+    tokio::task::spawn_blocking(move || {
+        provider::stream(&model, &messages, &[], &tx, &stop);
+        drop(slot);
+    });
     Box::pin(stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
         match rx.recv().await {

@@ -99,7 +99,15 @@ pub async fn ask(
         }
         respond(
             message_id,
-            answer::compose(docs, question, &sources, st.cfg.assistant.as_ref()),
+            answer::compose(
+                docs,
+                question,
+                &sources,
+                st.cfg
+                    .assistant
+                    .as_ref()
+                    .map(|m| (m, &st.assistant.model_slots)),
+            ),
             citations,
         )
     };

@@ -1163,3 +1163,49 @@ async fn a_deleted_conversations_actions_stay_undoable() {
     assert_eq!(adjustments["data"][0]["action"], "inventory.adjusted");
     assert_eq!(adjustments["data"][0]["via"], "assistant");
 }
+
+/// A turn waits for one of the server's model slots; a stop ends the wait.
+#[tokio::test]
+async fn a_turn_waits_for_a_model_slot_and_a_stop_ends_the_wait() {
+    let model = FakeModel::start().await;
+    let shop = shop_with(&model).await;
+    let held = shop
+        .app
+        .state
+        .assistant
+        .model_slots
+        .clone()
+        .acquire_many_owned(32)
+        .await
+        .unwrap();
+    let mut events = shop
+        .app
+        .stream(
+            &shop.path("assistant/chat"),
+            &shop.token,
+            Some(json!({"message": "hello"})),
+        )
+        .await
+        .expect("a stream");
+    let conv = events.next().await.unwrap().1["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    shop.app
+        .call(
+            post(),
+            &shop.path(&format!("assistant/conversations/{conv}/stop")),
+            &shop.token,
+            None,
+        )
+        .await
+        .expect(204);
+    assert_eq!(names(&events.rest().await), ["stopped", "done"]);
+    assert!(model.requests().is_empty(), "the model was never asked");
+    drop(held);
+    model.answer(vec![text("hi")]);
+    let events = shop
+        .chat(json!({"conversation_id": conv, "message": "again"}))
+        .await;
+    assert_eq!(said(&events), "hi");
+}

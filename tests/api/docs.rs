@@ -455,6 +455,19 @@ async fn with_a_model_the_answer_is_written_from_the_passages() {
         "{prompt}"
     );
 
+    // With every model slot taken (the assistant's turns hold them), a public question does
+    // not queue: it gets the extractive answer.
+    let slots = app.state.assistant.model_slots.clone();
+    let held = slots.acquire_many_owned(32).await.unwrap();
+    let r = ask(&app, json!({"question": SIGNATURE_QUESTION})).await;
+    let quoted = text_of(&assert_ui_stream(&r));
+    assert!(
+        quoted.starts_with("Here is what the documentation says"),
+        "{quoted}"
+    );
+    assert_eq!(model.requests().len(), 1, "the model was not asked");
+    drop(held);
+
     model.answer(vec![text("Half"), Part::Break]);
     let r = ask(&app, json!({"question": SIGNATURE_QUESTION})).await;
     r.expect(200);
