@@ -318,6 +318,12 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_MODEL")]
     pub assistant_model: Option<String>,
 
+    /// The plan catalog to sell instead of the built-in one: a TOML file (or `.json`) with
+    /// `default = "<code>"` and `[[plans]]` entries (code, name, description,
+    /// monthly_price_cents, annual_price_cents, limits); checked at start.
+    #[arg(long, env = "MERCHANT_ADMIN_PLANS_FILE")]
+    pub plans_file: Option<std::path::PathBuf>,
+
     /// Messages each store may send the assistant per calendar month (UTC), until plans set it.
     #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_MONTHLY_CAP",
           default_value_t = defaults::ASSISTANT_MONTHLY_CAP)]

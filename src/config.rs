@@ -123,6 +123,8 @@ pub struct Config {
     pub assistant: Option<crate::assistant::provider::ModelConfig>,
     /// Messages each store may send the assistant per calendar month.
     pub assistant_monthly_cap: u32,
+    /// The plans on sale (`--plans-file`, else the built-in catalog).
+    pub plans: std::sync::Arc<crate::billing::plans::Catalog>,
 }
 
 /// Where platform events go, and the secret that signs them.
@@ -206,6 +208,7 @@ impl Config {
             smtp: None,
             assistant: None,
             assistant_monthly_cap: d::ASSISTANT_MONTHLY_CAP,
+            plans: std::sync::Arc::default(),
         }
     }
 
@@ -251,6 +254,13 @@ impl Config {
                 .transpose()?,
             assistant: crate::assistant::provider::ModelConfig::from_args(a)?,
             assistant_monthly_cap: a.assistant_monthly_cap,
+            plans: std::sync::Arc::new(
+                a.plans_file
+                    .as_deref()
+                    .map(crate::billing::plans::Catalog::load)
+                    .transpose()?
+                    .unwrap_or_default(),
+            ),
             deprecation_date: parse_date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod auth;
 #[cfg(feature = "bench-routes")]
 pub mod bench_routes;
+pub mod billing;
 pub mod catalog;
 pub mod cli;
 pub mod clock;
@@ -75,6 +76,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(inbox::routes())
         .merge(assistant::routes())
         .merge(docs::routes())
+        .merge(billing::routes())
         .split_for_parts();
     let (root, root_doc) = OpenApiRouter::new()
         .merge(system::root_routes())

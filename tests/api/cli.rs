@@ -622,3 +622,33 @@ async fn a_restored_backup_serves_every_message_attachment() {
         assert_eq!(res.bytes().await.unwrap().as_ref(), want.as_slice());
     }
 }
+
+/// A plans file the server cannot use stops it at start, naming the file's line.
+#[test]
+fn a_bad_plans_file_stops_the_server_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = dir.path().join("plans.toml");
+    std::fs::write(
+        &plans,
+        "[[plans]]\ncode = \"basic\"\nname = \"Basic\"\nmonthly_price_cents = -1\n\
+         annual_price_cents = 0\nlimits = { stores = 1, members_per_store = 1, products = 1, \
+         orders_per_month = 1, assistant_messages_per_store_per_month = 1 }\n",
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--plans-file",
+            plans.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("plans.toml") && err.contains("line 2") && err.contains("never negative"),
+        "{err}"
+    );
+}

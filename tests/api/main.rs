@@ -4,6 +4,7 @@ mod api_tokens;
 mod assistant;
 mod at_rest;
 mod attachments;
+mod billing;
 mod catalog;
 mod cli;
 mod conventions;

@@ -1,0 +1,17 @@
+//! Billing (issue 17; spec 2.12, 3 "Subscription", 4.4, 7, 8): the plan catalog so far.
+//!
+//! Invariants:
+//! - Prices are BRL cents; every plan has every module and differs only in its limits.
+//! - The catalog is fixed while the server runs: the defaults, or the operator's
+//!   `--plans-file`, checked at start.
+
+pub mod plans;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(plans::list_plans))
+}
