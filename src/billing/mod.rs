@@ -1,11 +1,15 @@
-//! Billing (issue 17; spec 2.12, 3 "Subscription", 4.4, 7, 8): the plan catalog so far.
+//! Billing (issue 17; spec 2.12, 3 "Subscription", 4.4, 7, 8): the plan catalog and the
+//! organizations' subscriptions so far.
 //!
 //! Invariants:
 //! - Prices are BRL cents; every plan has every module and differs only in its limits.
 //! - The catalog is fixed while the server runs: the defaults, or the operator's
 //!   `--plans-file`, checked at start.
+//! - Every organization has one subscription, started (trialing, 14 days) in the same
+//!   transaction that creates it.
 
 pub mod plans;
+pub mod subscriptions;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -13,5 +17,7 @@ use utoipa_axum::routes;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(plans::list_plans))
+    OpenApiRouter::new()
+        .routes(routes!(plans::list_plans))
+        .routes(routes!(subscriptions::get_subscription))
 }

@@ -66,9 +66,7 @@ pub async fn create_tenant(
         .plan_code
         .map(|c| c.trim().to_owned())
         .filter(|c| !c.is_empty());
-    if plan.as_ref().is_some_and(|c| c.len() > 64) {
-        return Err(AppError::field("plan_code", "is not a plan"));
-    }
+    let plan = crate::billing::subscriptions::check_plan(&st.cfg.plans, plan.as_deref())?;
     let locale = Locale::stored(&p.profile.locale)?;
     let (user, now) = (p.user_id, st.clock.now());
     let tenant = st

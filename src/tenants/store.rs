@@ -55,6 +55,8 @@ pub fn create_tenant(
         "INSERT INTO tenant_members (tenant_id, user_id, role, created_at) VALUES (?1, ?2, 'owner', ?3)",
         params![id, owner, now_s],
     )?;
+    // Every organization has its subscription from the start: a trial (billing area).
+    crate::billing::subscriptions::start_trial(tx, id, plan_code, now)?;
     get_tenant(tx, owner, id)?.ok_or_else(|| AppError::internal(anyhow::anyhow!("tenant vanished")))
 }
 
@@ -87,6 +89,36 @@ pub fn get_tenant(
     Ok(c.prepare_cached(&sql)?
         .query_row(params![id, user], tenant_row)
         .optional()?)
+}
+
+/// What the caller may do at the organization's level: everything as one of its owners,
+/// else the union of their store roles' permissions in its stores; None when they belong
+/// to it in no way.
+pub fn tenant_permissions(
+    c: &Connection,
+    tenant: TenantId,
+    user: UserId,
+) -> Result<Option<crate::http::permissions::PermissionSet>, AppError> {
+    use crate::http::permissions::{PermissionSet, Role};
+    if tenant_role(c, tenant, user)?.as_deref() == Some("owner") {
+        return Ok(Some(PermissionSet::all()));
+    }
+    let roles: Vec<String> = c
+        .prepare_cached(
+            "SELECT sm.role FROM store_members sm JOIN stores s ON s.id = sm.store_id
+             WHERE s.tenant_id = ?1 AND sm.user_id = ?2",
+        )?
+        .query_map(params![tenant, user], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if roles.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(PermissionSet::of(
+        roles
+            .iter()
+            .filter_map(|r| Role::parse(r))
+            .flat_map(|r| r.permissions().iter()),
+    )))
 }
 
 /// The caller's organizations, newest first, keyset-paged on (created_at, id).

@@ -65,3 +65,126 @@ async fn an_operators_plans_file_replaces_the_catalog() {
                            "orders_per_month": 5, "assistant_messages_per_store_per_month": 5}}])
     );
 }
+
+/// A new organization starts a 14-day trial on the plan it named (else the catalog's
+/// default); an unknown plan is 422 and creates nothing.
+#[tokio::test]
+async fn a_new_organization_starts_a_trial_on_its_plan() {
+    use crate::support::post;
+    let app = spawn_app().await;
+    let (token, _) = app.member("owner@example.com").await;
+    app.call(
+        post(),
+        "/v1/tenants",
+        &token,
+        Some(json!({"name": "Org", "plan_code": "platinum"})),
+    )
+    .await
+    .expect_error(422, "validation_failed");
+    assert_eq!(app.count("SELECT COUNT(*) FROM tenants").await, 0);
+
+    let org = app
+        .call(
+            post(),
+            "/v1/tenants",
+            &token,
+            Some(json!({"name": "Org", "plan_code": "starter"})),
+        )
+        .await;
+    org.expect(201);
+    let id = org.body["id"].as_str().unwrap();
+    let s = app
+        .get_as(&format!("/v1/tenants/{id}/subscription"), &token)
+        .await;
+    s.expect(200);
+    assert_eq!(s.body["tenant_id"], id);
+    assert_eq!(s.body["plan_code"], "starter");
+    assert_eq!(s.body["status"], "trialing");
+    assert_eq!(s.body["billing_cycle"], "monthly");
+    assert_eq!(s.body["cancel_at_period_end"], false);
+    assert!(s.body["open_invoice"].is_null());
+    let trial_end = chrono::DateTime::parse_from_rfc3339(s.body["trial_ends_at"].as_str().unwrap())
+        .unwrap()
+        .to_utc();
+    assert_eq!(trial_end - app.clock_now(), chrono::Duration::days(14));
+    assert_eq!(s.body["limits"]["stores"], 1);
+
+    let other = app
+        .call(
+            post(),
+            "/v1/tenants",
+            &token,
+            Some(json!({"name": "Other"})),
+        )
+        .await;
+    let other_id = other.body["id"].as_str().unwrap();
+    let s = app
+        .get_as(&format!("/v1/tenants/{other_id}/subscription"), &token)
+        .await;
+    assert_eq!(s.body["plan_code"], "growth", "the catalog's default");
+}
+
+/// The subscription shows what the organization uses; it needs `billing.read` there, a
+/// store API token is refused, and an outsider learns nothing.
+#[tokio::test]
+async fn the_subscription_shows_usage_to_those_who_may_read_billing() {
+    use crate::support::Shop;
+    let shop = Shop::open(spawn_app().await, 5).await;
+    shop.order(1).await;
+    let app = &shop.app;
+    let tenant: String = {
+        let store = shop.store.clone();
+        app.state
+            .db
+            .read(move |c| {
+                Ok(
+                    c.query_row("SELECT tenant_id FROM stores WHERE id = ?1", [store], |r| {
+                        r.get(0)
+                    })?,
+                )
+            })
+            .await
+            .unwrap()
+    };
+    let path = format!("/v1/tenants/{tenant}/subscription");
+    let s = app.get_as(&path, &shop.token).await;
+    s.expect(200);
+    assert_eq!(
+        s.body["usage"],
+        json!({"stores": 1, "members": 1, "products": 1, "orders_this_month": 1,
+               "assistant_messages_this_month": 0})
+    );
+    // A viewer of one of its stores reads billing (a read permission); an outsider does not
+    // learn it exists; a store API token is refused whatever its scopes.
+    let (viewer, viewer_id) = app.member("viewer@example.com").await;
+    app.add_to_store(&shop.store, &viewer_id, "viewer").await;
+    app.get_as(&path, &viewer).await.expect(200);
+    let (outsider, _) = app.member("outsider@example.com").await;
+    app.get_as(&path, &outsider)
+        .await
+        .expect_error(404, "not_found");
+    let token = app
+        .store_token(&shop.token, &shop.store, json!(["billing.read"]))
+        .await;
+    app.get_as(&path, &token)
+        .await
+        .expect_error(403, "missing_permission");
+}
+
+/// `setup` makes its organization through the same path: it has its trial too.
+#[tokio::test]
+async fn the_organization_setup_makes_is_on_a_trial() {
+    let app = spawn_app().await;
+    let out = app.seed_owner("owner@example.com", "Seeded").await;
+    let login = app.login_as("owner@example.com", "laptop").await;
+    let token = login.body["token"].as_str().unwrap();
+    let s = app
+        .get_as(
+            &format!("/v1/tenants/{}/subscription", out.tenant_id),
+            token,
+        )
+        .await;
+    s.expect(200);
+    assert_eq!(s.body["status"], "trialing");
+    assert_eq!(s.body["plan_code"], "growth");
+}
