@@ -25,6 +25,8 @@ pub enum ErrorCode {
     TooManyAttempts,
     IncorrectPassword,
     Unauthorized,
+    PlanLimitReached,
+    SubscriptionInactive,
     InvalidCredentials,
     InvalidChallenge,
     InvalidTicket,
@@ -94,6 +96,7 @@ impl ErrorCode {
             | Self::InvalidRefreshToken
             | Self::RefreshTokenReused
             | Self::ReauthenticationRequired => StatusCode::UNAUTHORIZED,
+            Self::PlanLimitReached | Self::SubscriptionInactive => StatusCode::PAYMENT_REQUIRED,
             Self::Forbidden
             | Self::MissingPermission
             | Self::AccountDisabled

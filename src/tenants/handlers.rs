@@ -165,15 +165,6 @@ pub async fn update_tenant(
         .ok_or_else(|| AppError::not_found("organization"))
 }
 
-/// Plan limits on stores (402 `plan_limit_reached`, `subscription_inactive`) are enforced
-/// here by the billing issue; until plans exist every store is within its plan.
-fn check_plan_allows_store(
-    _tx: &rusqlite::Transaction<'_>,
-    _tenant: TenantId,
-) -> Result<(), AppError> {
-    Ok(())
-}
-
 /// Creates a store in an organization; needs `stores.create` there (its owners have it).
 #[utoipa::path(post, path = "/stores", tag = "stores", security(("bearer" = [])),
     request_body = StoreIn,
@@ -187,13 +178,21 @@ pub async fn create_store(
 ) -> Result<(StatusCode, Json<StoreOut>), AppError> {
     let name = clean_name(&input.name)?;
     let (user, now, tenant) = (p.user_id, st.clock.now(), input.tenant_id);
+    let catalog = st.cfg.plans.clone();
     let store = st
         .db
         .write(move |tx| {
             if store::tenant_role(tx, tenant, user)?.as_deref() != Some("owner") {
                 return Err(missing_permission(Permission::StoresCreate));
             }
-            check_plan_allows_store(tx, tenant)?;
+            // 402 when the plan has no room or the subscription is inactive.
+            crate::billing::subscriptions::allow_one_more(
+                tx,
+                &catalog,
+                tenant,
+                crate::billing::subscriptions::Limit::Stores,
+                now,
+            )?;
             let created = store::create_store(tx, tenant, user, &name, now)?;
             let mut actor = Actor::in_tenant(tenant, user, &trace.0);
             actor.store_id = Some(created.id);

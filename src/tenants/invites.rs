@@ -66,15 +66,6 @@ pub enum AcceptOut {
     Accepted {},
 }
 
-/// Plan limits on invites (402 `plan_limit_reached`, `subscription_inactive`) are enforced
-/// here by the billing issue; until plans exist every invite is within its plan.
-fn check_plan_allows_invite(
-    _tx: &rusqlite::Transaction<'_>,
-    _store: StoreId,
-) -> Result<(), AppError> {
-    Ok(())
-}
-
 /// Invites someone to the store with a role; needs `members.write` (and being an owner to
 /// invite an owner).
 #[utoipa::path(post, path = "/stores/{store_id}/invites", tag = "members", security(("bearer" = [])),
@@ -112,11 +103,19 @@ pub async fn create_invite(
     } else {
         crate::msgapp::WITHHELD_BODY.to_owned()
     };
-    let (t, e) = (token.clone(), email.clone());
+    let (t, e, catalog) = (token.clone(), email.clone(), st.cfg.plans.clone());
     let out =
         st.db
             .write(move |tx| {
-                check_plan_allows_invite(tx, store)?;
+                // 402 when the plan has no room for another member, or is inactive.
+                let tenant = crate::orders::store::tenant_of(tx, store)?;
+                crate::billing::subscriptions::allow_one_more(
+                    tx,
+                    &catalog,
+                    tenant,
+                    crate::billing::subscriptions::Limit::MembersOf(store),
+                    now,
+                )?;
                 let id = uuid::Uuid::now_v7().to_string();
                 let expires_at = time::format(now + INVITE_TTL);
                 crate::db::exec(

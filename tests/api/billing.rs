@@ -188,3 +188,88 @@ async fn the_organization_setup_makes_is_on_a_trial() {
     assert_eq!(s.body["status"], "trialing");
     assert_eq!(s.body["plan_code"], "growth");
 }
+
+/// Stores and members are held to the plan: past its limit, 402 `plan_limit_reached` with
+/// what was reached; a suspended subscription, 402 `subscription_inactive`.
+#[tokio::test]
+async fn stores_and_invites_are_held_to_the_plan() {
+    use crate::support::post;
+    let app = spawn_app().await;
+    let (token, _) = app.member("owner@example.com").await;
+    let org = app
+        .call(
+            post(),
+            "/v1/tenants",
+            &token,
+            Some(json!({"name": "Small", "plan_code": "starter"})),
+        )
+        .await;
+    let tenant = org.body["id"].as_str().unwrap().to_owned();
+    let store = |name: &str| json!({"tenant_id": tenant, "name": name});
+    let first = app
+        .call(post(), "/v1/stores", &token, Some(store("One")))
+        .await;
+    first.expect(201);
+    let r = app
+        .call(post(), "/v1/stores", &token, Some(store("Two")))
+        .await;
+    r.expect_error(402, "plan_limit_reached");
+    assert_eq!(
+        r.body["details"],
+        json!({"limit": "stores", "max": 1, "used": 1, "plan": "starter"})
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM stores").await, 1);
+
+    // Starter: three members a store, pending invites included (the owner is one).
+    let invites = format!("/v1/stores/{}/invites", first.body["id"].as_str().unwrap());
+    for n in 0..2 {
+        app.call(
+            post(),
+            &invites,
+            &token,
+            Some(json!({"email": format!("p{n}@example.com"), "role": "staff"})),
+        )
+        .await
+        .expect(201);
+    }
+    let r = app
+        .call(
+            post(),
+            &invites,
+            &token,
+            Some(json!({"email": "p3@example.com", "role": "staff"})),
+        )
+        .await;
+    r.expect_error(402, "plan_limit_reached");
+    assert_eq!(
+        r.body["details"],
+        json!({"limit": "members_per_store", "max": 3, "used": 3, "plan": "starter"})
+    );
+
+    // A suspended organization adds nothing.
+    let t = tenant.clone();
+    app.state
+        .db
+        .write(move |tx| {
+            tx.execute(
+                "UPDATE subscriptions SET status = 'suspended', plan_code = 'scale' WHERE tenant_id = ?1",
+                [t],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let r = app
+        .call(post(), "/v1/stores", &token, Some(store("Three")))
+        .await;
+    r.expect_error(402, "subscription_inactive");
+    assert_eq!(r.body["details"]["status"], "suspended");
+    app.call(
+        post(),
+        &invites,
+        &token,
+        Some(json!({"email": "p4@example.com", "role": "staff"})),
+    )
+    .await
+    .expect_error(402, "subscription_inactive");
+}
