@@ -8,6 +8,7 @@ pub mod audit;
 pub mod auth;
 #[cfg(feature = "bench-routes")]
 pub mod bench_routes;
+pub mod billing;
 pub mod catalog;
 pub mod cli;
 pub mod clock;
