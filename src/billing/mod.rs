@@ -1,5 +1,5 @@
 //! Billing (issue 17; spec 2.12, 3 "Subscription", 4.4, 7, 8): the plan catalog and the
-//! organizations' subscriptions so far.
+//! organizations' subscriptions so far, and the Pix payment code (`pix`).
 //!
 //! Invariants:
 //! - Prices are BRL cents; every plan has every module and differs only in its limits.
@@ -8,6 +8,7 @@
 //! - Every organization has one subscription, started (trialing, 14 days) in the same
 //!   transaction that creates it.
 
+pub mod pix;
 pub mod plans;
 pub mod subscriptions;
 
