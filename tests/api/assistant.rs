@@ -22,6 +22,22 @@ async fn shop_with(model: &FakeModel) -> Shop {
     Shop::open(app, 10).await
 }
 
+/// The id of the turn's first proposal.
+fn proposal_id(events: &[(String, Value)]) -> String {
+    event(events, "proposal")["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The id of the turn's conversation.
+fn conversation_id(events: &[(String, Value)]) -> String {
+    event(events, "conversation")["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 impl Shop {
     async fn chat(&self, body: Value) -> Vec<(String, Value)> {
         match self
@@ -41,6 +57,12 @@ impl Shop {
             Ok(events) => Ok(events.rest().await),
             Err(refused) => Err(refused),
         }
+    }
+
+    /// `POST .../assistant/actions/{action}/undo` as the owner.
+    async fn undo(&self, action: &str) -> crate::support::Reply {
+        let path = self.path(&format!("assistant/actions/{action}/undo"));
+        self.app.call(post(), &path, &self.token, None).await
     }
 
     async fn price(&self, i: usize) -> i64 {
@@ -112,10 +134,7 @@ async fn a_turn_reads_proposes_and_an_approved_write_can_be_undone_once() {
             "done"
         ]
     );
-    let conv = event(&events, "conversation")["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let conv = conversation_id(&events);
     let read = event(&events, "tool_result");
     assert_eq!(read["ok"], true);
     assert_eq!(read["result"][0]["variants"][0]["sku"], "TEE-S");
@@ -212,25 +231,11 @@ async fn a_turn_reads_proposes_and_an_approved_write_can_be_undone_once() {
     let actions = shop.read("assistant/actions").await;
     assert_eq!(actions["data"][0]["undoable"], true);
     let action = actions["data"][0]["id"].as_str().unwrap().to_owned();
-    let r = shop
-        .app
-        .call(
-            post(),
-            &shop.path(&format!("assistant/actions/{action}/undo")),
-            &shop.token,
-            None,
-        )
-        .await;
+    let r = shop.undo(&action).await;
     r.expect(200);
     assert!(r.body["undone_at"].is_string());
     assert_eq!(shop.price(0).await, 2500);
-    shop.app
-        .call(
-            post(),
-            &shop.path(&format!("assistant/actions/{action}/undo")),
-            &shop.token,
-            None,
-        )
+    shop.undo(&action)
         .await
         .expect_error(409, "action_already_undone");
     assert_eq!(shop.price(0).await, 2500);
@@ -285,13 +290,7 @@ async fn a_destructive_proposal_needs_confirmation_and_cannot_be_undone() {
         .await;
     assert_eq!(o["status"], "cancelled");
     let action = applied["action_id"].as_str().unwrap();
-    shop.app
-        .call(
-            post(),
-            &shop.path(&format!("assistant/actions/{action}/undo")),
-            &shop.token,
-            None,
-        )
+    shop.undo(action)
         .await
         .expect_error(422, "undo_not_supported");
 }
@@ -307,10 +306,7 @@ async fn an_approved_write_the_area_refuses_changes_nothing() {
         json!({"variant_id": shop.variants[0], "delta": -50, "reason": "broken"}),
     )]);
     let events = shop.chat(json!({"message": "take 50 off"})).await;
-    let pid = event(&events, "proposal")["proposal_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = proposal_id(&events);
     model.answer(vec![text("That did not work.")]);
     let events = shop
         .streamed(&format!("assistant/proposals/{pid}/approve?confirmed=true"))
@@ -400,10 +396,7 @@ async fn a_model_failure_ends_the_stream_with_an_error_and_keeps_what_was_said()
     let events = shop.chat(json!({"message": "q"})).await;
     assert_eq!(names(&events), ["conversation", "text", "error", "done"]);
     assert_eq!(event(&events, "error")["code"], "assistant_unavailable");
-    let conv = event(&events, "conversation")["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let conv = conversation_id(&events);
     let t = shop
         .read(&format!("assistant/conversations/{conv}/messages"))
         .await;
@@ -508,10 +501,7 @@ async fn permission_is_checked_at_approval_time() {
         .expect("a stream")
         .rest()
         .await;
-    let pid = event(&events, "proposal")["proposal_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = proposal_id(&events);
     // The owner cannot decide the admin's proposal: it is not theirs.
     shop.streamed(&format!("assistant/proposals/{pid}/approve"))
         .await
@@ -613,14 +603,8 @@ async fn conversations_belong_to_their_user() {
     let events = shop
         .chat(json!({"message": "Price of the medium tee"}))
         .await;
-    let conv = event(&events, "conversation")["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let pid = event(&events, "proposal")["proposal_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let conv = conversation_id(&events);
+    let pid = proposal_id(&events);
 
     // Another member of the store sees none of it.
     let (other, other_id) = shop.app.member("staff@example.com").await;
@@ -706,10 +690,7 @@ async fn conversations_belong_to_their_user() {
     let events = shop
         .chat(json!({"conversation_id": conv, "message": "then 32"}))
         .await;
-    let late = event(&events, "proposal")["proposal_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let late = proposal_id(&events);
     shop.app.clock.advance(chrono::Duration::minutes(61));
     shop.app
         .stream(
@@ -774,10 +755,7 @@ async fn a_removed_member_is_not_a_member() {
         .expect("a stream")
         .rest()
         .await;
-    let conv = event(&events, "conversation")["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let conv = conversation_id(&events);
     shop.app
         .call(
             axum::http::Method::DELETE,
@@ -838,10 +816,7 @@ async fn deciding_without_a_model_is_unavailable_and_changes_nothing() {
         json!({"variant_id": shop.variants[0], "price_cents": 1}),
     )]);
     let events = shop.chat(json!({"message": "cheaper"})).await;
-    let pid = event(&events, "proposal")["proposal_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = proposal_id(&events);
     let (token, store) = (shop.token.clone(), shop.store.clone());
     let now = shop.app.clock_now();
     let (result, dir) = shop.app.stop().await;
@@ -940,13 +915,7 @@ async fn a_reply_to_a_customer_goes_out_through_the_inbox_once_confirmed() {
     assert_eq!(audit["data"][0]["action"], "message.sent");
     assert_eq!(audit["data"][0]["via"], "assistant");
     let action = applied["action_id"].as_str().unwrap();
-    shop.app
-        .call(
-            post(),
-            &shop.path(&format!("assistant/actions/{action}/undo")),
-            &shop.token,
-            None,
-        )
+    shop.undo(action)
         .await
         .expect_error(422, "undo_not_supported");
 }
@@ -971,10 +940,7 @@ async fn an_interrupted_approval_is_failed_by_the_cleanup() {
         json!({"variant_id": shop.variants[0], "price_cents": 1}),
     )]);
     let events = shop.chat(json!({"message": "cheaper"})).await;
-    let conv = event(&events, "conversation")["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let conv = conversation_id(&events);
     // As a crash leaves it: taken for approval, never finished.
     let at = merchant_admin::time::format(shop.app.clock_now());
     shop.app
@@ -1013,14 +979,8 @@ async fn a_proposal_waits_while_its_conversation_is_busy() {
         json!({"variant_id": shop.variants[0], "delta": 5, "reason": "found"}),
     )]);
     let events = shop.chat(json!({"message": "we found 5"})).await;
-    let conv = event(&events, "conversation")["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let pid = event(&events, "proposal")["proposal_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let conv = conversation_id(&events);
+    let pid = proposal_id(&events);
     let hold = Arc::new(Notify::new());
     model.answer(vec![text("thinking"), Part::Hold(hold.clone())]);
     let mut running = shop
@@ -1071,10 +1031,7 @@ async fn undo_does_not_overwrite_a_later_change() {
         json!({"variant_id": shop.variants[0], "price_cents": 2700}),
     )]);
     let events = shop.chat(json!({"message": "27"})).await;
-    let pid = event(&events, "proposal")["proposal_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pid = proposal_id(&events);
     let events = shop
         .streamed(&format!("assistant/proposals/{pid}/approve?confirmed=true"))
         .await
@@ -1096,11 +1053,7 @@ async fn undo_does_not_overwrite_a_later_change() {
         )
         .await
         .expect(200);
-    let undo = shop.path(&format!("assistant/actions/{action}/undo"));
-    shop.app
-        .call(post(), &undo, &shop.token, None)
-        .await
-        .expect_error(409, "conflict");
+    shop.undo(&action).await.expect_error(409, "conflict");
     assert_eq!(shop.price(0).await, 2900);
     let actions = shop.read("assistant/actions").await;
     assert!(actions["data"][0]["undone_at"].is_null(), "still undoable");
@@ -1117,14 +1070,8 @@ async fn a_deleted_conversations_actions_stay_undoable() {
         json!({"variant_id": shop.variants[1], "delta": 7, "reason": "delivery"}),
     )]);
     let events = shop.chat(json!({"message": "7 more M tees arrived"})).await;
-    let conv = event(&events, "conversation")["conversation_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let pid = event(&events, "proposal")["proposal_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let conv = conversation_id(&events);
+    let pid = proposal_id(&events);
     assert_eq!(event(&events, "proposal")["risk"], "none", "adding stock");
     model.answer(vec![text("Added.")]);
     let events = shop
@@ -1148,15 +1095,7 @@ async fn a_deleted_conversations_actions_stay_undoable() {
     let actions = shop.read("assistant/actions").await;
     assert_eq!(actions["data"][0]["id"], action.as_str());
     assert!(actions["data"][0]["conversation_id"].is_null());
-    let r = shop
-        .app
-        .call(
-            post(),
-            &shop.path(&format!("assistant/actions/{action}/undo")),
-            &shop.token,
-            None,
-        )
-        .await;
+    let r = shop.undo(&action).await;
     r.expect(200);
     assert_eq!(shop.stock(1).await.0, 10);
     let adjustments = shop.read("audit-log").await;
