@@ -36,9 +36,30 @@ pub enum Command {
     /// Manage user accounts.
     #[command(subcommand)]
     Users(UsersCommand),
+    /// The operator's billing tools.
+    #[command(subcommand)]
+    Billing(BillingCommand),
     /// Tools for local development.
     #[command(subcommand)]
     Dev(DevCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BillingCommand {
+    /// Record an open invoice as paid (a Pix payment reconciled by hand): the subscription
+    /// moves as with a confirmed payment, and `invoice.paid` goes to the platform webhook.
+    MarkPaid(MarkPaidArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MarkPaidArgs {
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// The plans file `serve` uses, if any (the subscription event shows the plan's limits).
+    #[arg(long, env = "MERCHANT_ADMIN_PLANS_FILE")]
+    pub plans_file: Option<PathBuf>,
+    /// The invoice's number, such as INV-000042.
+    pub invoice_number: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -291,6 +312,34 @@ pub struct ServeArgs {
     /// Bearer token for --payments-api-base.
     #[arg(long, env = "MERCHANT_ADMIN_PAYMENTS_API_KEY", hide_env_values = true)]
     pub payments_api_key: Option<String>,
+
+    /// The operator's Pix key (CPF, CNPJ, e-mail, +55 phone or random key) that invoices ask
+    /// payment to. Unset, `POST .../subscription/pay` answers 503.
+    #[arg(long, env = "MERCHANT_ADMIN_PIX_KEY")]
+    pub pix_key: Option<String>,
+
+    /// The name Pix shows the payer (folded to ASCII, at most 25 characters). Needed with --pix-key.
+    #[arg(long, env = "MERCHANT_ADMIN_PIX_MERCHANT_NAME")]
+    pub pix_merchant_name: Option<String>,
+
+    /// The operator's city as Pix shows it (folded to ASCII, at most 15 characters). Needed with --pix-key.
+    #[arg(long, env = "MERCHANT_ADMIN_PIX_MERCHANT_CITY")]
+    pub pix_merchant_city: Option<String>,
+
+    /// The secret the payment provider signs `POST /v1/billing/pix/webhook` with
+    /// (`X-Signature`: hex HMAC-SHA256 of the raw body). Unset, the webhook answers 503.
+    #[arg(
+        long,
+        env = "MERCHANT_ADMIN_PIX_WEBHOOK_SECRET",
+        hide_env_values = true
+    )]
+    pub pix_webhook_secret: Option<String>,
+
+    /// Days a past-due subscription keeps working before it is suspended.
+    #[arg(long, env = "MERCHANT_ADMIN_BILLING_GRACE_DAYS",
+          default_value_t = defaults::BILLING_GRACE_DAYS,
+          value_parser = clap::value_parser!(u32).range(0..=90))]
+    pub billing_grace_days: u32,
 
     /// Where the e-mail channel's replies are handed over: `smtp://user:pass@host:port`
     /// (STARTTLS when the server offers it; `?tls=required` insists on it) or

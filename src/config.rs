@@ -41,6 +41,7 @@ pub mod defaults {
     pub const WEBHOOK_ENDPOINT_CONCURRENCY: u16 = 8;
     /// When unversioned paths were deprecated (RFC 3339).
     pub const ASSISTANT_MONTHLY_CAP: u32 = 500;
+    pub const BILLING_GRACE_DAYS: u32 = 7;
     pub const DEPRECATION_DATE: &str = "2026-09-29T00:00:00Z";
 }
 
@@ -125,6 +126,71 @@ pub struct Config {
     pub assistant_monthly_cap: u32,
     /// The plans on sale (`--plans-file`, else the built-in catalog).
     pub plans: std::sync::Arc<crate::billing::plans::Catalog>,
+    /// Who invoices are paid to, how payments are confirmed, and the grace days.
+    pub billing: BillingConfig,
+}
+
+/// Billing's settings (`--pix-*`, `--billing-grace-days`).
+#[derive(Clone)]
+pub struct BillingConfig {
+    /// The operator's Pix key, name and city; None: invoices cannot be paid (503).
+    pub pix: Option<crate::billing::pix::Merchant>,
+    /// Signs the payment provider's webhook; None: the webhook answers 503.
+    pub pix_webhook_secret: Option<String>,
+    pub grace_days: u32,
+}
+
+impl std::fmt::Debug for BillingConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BillingConfig")
+            .field("pix", &self.pix)
+            .field(
+                "pix_webhook_secret",
+                &self.pix_webhook_secret.as_ref().map(|_| "<set>"),
+            )
+            .field("grace_days", &self.grace_days)
+            .finish()
+    }
+}
+
+impl Default for BillingConfig {
+    fn default() -> Self {
+        Self {
+            pix: None,
+            pix_webhook_secret: None,
+            grace_days: defaults::BILLING_GRACE_DAYS,
+        }
+    }
+}
+
+/// Checks the Pix flags together: a key needs a name and a city, and must make a BR Code.
+fn billing_config(a: &ServeArgs) -> anyhow::Result<BillingConfig> {
+    let nonempty = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let pix = match (
+        nonempty(&a.pix_key),
+        nonempty(&a.pix_merchant_name),
+        nonempty(&a.pix_merchant_city),
+    ) {
+        (None, _, _) => None,
+        (Some(key), Some(name), Some(city)) => {
+            let m = crate::billing::pix::Merchant { key, name, city };
+            crate::billing::pix::br_code(&m, 100, "CHECK").map_err(|e| {
+                anyhow::anyhow!("--pix-key, --pix-merchant-name, --pix-merchant-city: {e}")
+            })?;
+            Some(m)
+        }
+        _ => anyhow::bail!("--pix-key needs --pix-merchant-name and --pix-merchant-city"),
+    };
+    Ok(BillingConfig {
+        pix,
+        pix_webhook_secret: nonempty(&a.pix_webhook_secret),
+        grace_days: a.billing_grace_days,
+    })
 }
 
 /// Where platform events go, and the secret that signs them.
@@ -209,6 +275,7 @@ impl Config {
             assistant: None,
             assistant_monthly_cap: d::ASSISTANT_MONTHLY_CAP,
             plans: std::sync::Arc::default(),
+            billing: BillingConfig::default(),
         }
     }
 
@@ -261,6 +328,7 @@ impl Config {
                     .transpose()?
                     .unwrap_or_default(),
             ),
+            billing: billing_config(a)?,
             deprecation_date: parse_date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date

@@ -27,6 +27,8 @@ pub enum ErrorCode {
     Unauthorized,
     PlanLimitReached,
     SubscriptionInactive,
+    UsageExceedsPlan,
+    PaymentAmountMismatch,
     InvalidCredentials,
     InvalidChallenge,
     InvalidTicket,
@@ -123,7 +125,9 @@ impl ErrorCode {
             | Self::EmptyMessage
             | Self::MessageTooLong
             | Self::MsgappWindowClosed
-            | Self::UndoNotSupported => StatusCode::UNPROCESSABLE_ENTITY,
+            | Self::UndoNotSupported
+            | Self::UsageExceedsPlan
+            | Self::PaymentAmountMismatch => StatusCode::UNPROCESSABLE_ENTITY,
             Self::ConfirmationRequired => StatusCode::PRECONDITION_REQUIRED,
             Self::RequestHeaderFieldsTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::RateLimited | Self::AssistantCapReached => StatusCode::TOO_MANY_REQUESTS,

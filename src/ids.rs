@@ -105,3 +105,4 @@ id_type!(AssistantConversationId);
 id_type!(AssistantMessageId);
 id_type!(ProposalId);
 id_type!(ActionId);
+id_type!(InvoiceId);

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Restore(args) => commands::restore(args),
         Command::Migrate(args) => commands::migrate(args),
         Command::Users(cmd) => commands::users(cmd),
+        Command::Billing(cmd) => commands::billing(cmd),
         Command::Dev(cmd) => commands::dev(cmd),
         Command::Version => commands::version(),
     };

@@ -19,6 +19,28 @@ pub fn hash(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
 
+/// Whether `hex_tag` is the hex HMAC-SHA256 of `body` keyed with `key`: how a webhook we
+/// receive proves its sender. Compared in constant time by `hmac`.
+pub fn hmac_sha256_hex_matches(key: &[u8], body: &[u8], hex_tag: &str) -> bool {
+    use hmac::{Hmac, Mac};
+    let Some(tag) = unhex(hex_tag) else {
+        return false;
+    };
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key size");
+    mac.update(body);
+    mac.verify_slice(&tag).is_ok()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
+}
+
 /// The stored form of a short secret (a six-digit code) or of data that may contain one: an
 /// HMAC with a server key, so the database alone does not let anyone reverse it.
 pub fn keyed_hash(key: &[u8], value: &[u8]) -> Vec<u8> {
@@ -150,6 +172,15 @@ pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()
 
 #[cfg(test)]
 mod tests {
+    use super::unhex;
+    #[test]
+    fn signature_hex_is_read_strictly() {
+        assert_eq!(unhex("00ff10"), Some(vec![0, 255, 16]));
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("zz"), None);
+        assert_eq!(unhex("é1"), None);
+    }
+
     #[test]
     fn sealed_secrets_open_only_with_their_key_and_row() {
         let dir = tempfile::tempdir().unwrap();

@@ -124,6 +124,13 @@ fn job_registry() -> crate::jobs::Registry {
     r.handle(|st, job: crate::assistant::phones::PhoneTurn| async move {
         crate::assistant::phones::run_phone_turn(&st, job).await
     });
+    r.handle(|st, crate::billing::lifecycle::BillingDay| async move {
+        crate::billing::lifecycle::run_day(&st).await
+    });
+    r.recurring(
+        "the daily billing run",
+        crate::billing::lifecycle::ensure_scheduled,
+    );
     r.handle(|st, job: crate::inbox::snooze::Wake| async move {
         crate::inbox::snooze::wake(&st, job).await
     });

@@ -113,6 +113,20 @@ impl Actor {
         }
     }
 
+    /// A write the server made on its own, for no user: a daily job, a payment provider's
+    /// webhook, an operator's command. `actor_user_id` is the nil id; `via` names the source.
+    pub fn system(tenant_id: crate::ids::TenantId, via: &str) -> Self {
+        Self {
+            store_id: None,
+            tenant_id,
+            user_id: UserId(uuid::Uuid::nil()),
+            token_name: None,
+            trace_id: uuid::Uuid::now_v7().simple().to_string(),
+            via: Some(via.to_owned()),
+            on_record: OnRecord::default(),
+        }
+    }
+
     /// An organization-level write by a signed-in user (store tokens cannot make these).
     pub fn in_tenant(tenant_id: crate::ids::TenantId, user_id: UserId, trace_id: &str) -> Self {
         Self {

@@ -3,6 +3,7 @@
 //! `main` reports; storage work goes through `db` and the areas' stores.
 
 mod backup;
+mod billing;
 mod dev;
 mod migrate;
 mod serve;
@@ -10,6 +11,7 @@ mod setup;
 mod users;
 
 pub use backup::{backup, restore};
+pub use billing::billing;
 pub use dev::dev;
 pub use migrate::{migrate, version};
 pub use serve::serve;

@@ -53,6 +53,8 @@ events! {
     CustomersUpdated = "customers.updated", "A customer record changed.";
     CustomersDeleted = "customers.deleted", "A customer record was deleted.";
     UserCreated = "user.created", "An account was registered (platform webhook only; no store).";
+    SubscriptionUpdated = "subscription.updated", "An organization's subscription changed: its state, plan, cycle or pending cancellation (platform webhook only).";
+    InvoicePaid = "invoice.paid", "An organization paid an invoice, by Pix or marked paid by the operator (platform webhook only).";
     WebhookTest = "webhook.test", "Sent by POST .../webhooks/{id}/test to that webhook only.";
 }
 
@@ -64,7 +66,10 @@ impl Event {
 
     /// Belongs to no store: only the operator's platform webhook receives it.
     pub fn is_platform(self) -> bool {
-        matches!(self, Self::UserCreated)
+        matches!(
+            self,
+            Self::UserCreated | Self::SubscriptionUpdated | Self::InvoicePaid
+        )
     }
 }
 

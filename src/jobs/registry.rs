@@ -47,7 +47,12 @@ const KEEP_DEAD: chrono::Duration = chrono::Duration::days(30);
 pub struct Registry {
     handlers: HashMap<&'static str, Handler>,
     purges: Vec<(&'static str, Purge)>,
+    recurring: Vec<(&'static str, Ensure)>,
 }
+
+/// Enqueues a recurring job unless one is waiting or running (a daily run that enqueues its
+/// next run itself).
+type Ensure = fn(&Transaction<'_>, DateTime<Utc>) -> Result<(), AppError>;
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,6 +98,22 @@ impl Registry {
     /// Adds a purge to every [`Cleanup`], named for its log line.
     pub fn purge(&mut self, name: &'static str, purge: Purge) {
         self.purges.push((name, purge));
+    }
+
+    /// Adds a recurring job the scheduler keeps enqueued (named for its log line).
+    pub fn recurring(&mut self, name: &'static str, ensure: Ensure) {
+        self.recurring.push((name, ensure));
+    }
+
+    /// Enqueues every [`Registry::recurring`] job that is not waiting or running.
+    pub fn keep_scheduled(&self, tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
+        for (name, ensure) in &self.recurring {
+            ensure(tx, now).map_err(|e| {
+                tracing::error!(error = ?e, job = name, "could not enqueue a recurring job");
+                e
+            })?;
+        }
+        Ok(())
     }
 
     /// Runs one job with its kind's handler.

@@ -91,6 +91,7 @@ pub fn seed(
     let sold = seed_orders(tx, &mut rng, store, &offers, &people, now, 500, spacing)?;
     seed_reviews(tx, &mut rng, store, &offers, &sold, now, 300, spacing)?;
     seed_inbox(tx, &mut rng, out, now)?;
+    crate::billing::lifecycle::seed_demo(tx, out.tenant_id, now)?;
     seed_assistant(tx, out, &offers, now)
 }
 

@@ -652,3 +652,83 @@ fn a_bad_plans_file_stops_the_server_naming_the_line() {
         "{err}"
     );
 }
+
+/// `setup --demo` leaves the organization paying (two invoices paid, the renewal open), and
+/// `billing mark-paid` settles the open one once: again is a no-op, an unknown number fails.
+#[test]
+fn billing_mark_paid_settles_the_demo_renewal_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(setup_args("owner@example.com", true))
+        .env("MERCHANT_ADMIN_DATA_DIR", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let db = dir.path().join("merchant-admin.db");
+    let c = Connection::open(&db).unwrap();
+    let one = |sql: &str| -> String { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(
+        one("SELECT status || ' ' || plan_code FROM subscriptions"),
+        "active growth"
+    );
+    assert_eq!(
+        one(
+            "SELECT group_concat(number || ':' || status, ' ') FROM (SELECT * FROM invoices ORDER BY seq)"
+        ),
+        "INV-000001:paid INV-000002:paid INV-000003:open"
+    );
+
+    let out = run(&["billing", "mark-paid", "inv-000003"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("INV-000003: paid"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        one("SELECT status || ' ' || paid_via FROM invoices WHERE number = 'INV-000003'"),
+        "paid manual"
+    );
+    assert_eq!(
+        one("SELECT action || ' ' || via FROM audit_log WHERE resource_type = 'invoice'"),
+        "invoice.paid billing_mark_paid"
+    );
+    assert_eq!(
+        one(
+            "SELECT group_concat(name, ' ') FROM events WHERE store_id IS NULL AND name <> 'user.created'"
+        ),
+        "invoice.paid"
+    );
+
+    let again = run(&["billing", "mark-paid", "INV-000003"], dir.path());
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already paid"));
+    assert_eq!(count(&db, "audit_log WHERE resource_type = 'invoice'"), 1);
+
+    let missing = run(&["billing", "mark-paid", "INV-999999"], dir.path());
+    assert!(!missing.status.success());
+    assert!(stderr(&missing).contains("no invoice numbered INV-999999"));
+}
+
+/// A Pix key without the name and city a BR Code needs stops the server at start.
+#[test]
+fn a_pix_key_needs_its_merchant_name_and_city() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--pix-key",
+            "ops@example.com",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--pix-key needs --pix-merchant-name and --pix-merchant-city"),
+        "{}",
+        stderr(&out)
+    );
+}

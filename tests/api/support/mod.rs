@@ -188,6 +188,19 @@ impl TestApp {
         assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
     }
 
+    /// Runs the daily billing job at the test clock's time (for apps with no workers).
+    pub async fn run_billing_day(&self) {
+        use merchant_admin::billing::lifecycle::BillingDay;
+        let now = self.clock_now();
+        self.state
+            .db
+            .write(move |tx| merchant_admin::jobs::enqueue(tx, &BillingDay, now))
+            .await
+            .unwrap();
+        let ran = merchant_admin::jobs::run_once(&self.state).await.unwrap();
+        assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
+    }
+
     pub fn clock_now(&self) -> chrono::DateTime<Utc> {
         use merchant_admin::clock::Clock;
         self.clock.now()

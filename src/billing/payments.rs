@@ -1,0 +1,169 @@
+//! Confirmed payments: the payment provider's signed webhook, and the operator's
+//! `billing mark-paid`. Both end in `lifecycle::apply_payment`, once per invoice.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use chrono::{DateTime, Utc};
+use rusqlite::Transaction;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::invoices::{self, InvoiceOut, InvoiceStatus};
+use super::lifecycle::{self, Ctx};
+use crate::audit::Actor;
+use crate::error::{AppError, ErrorBody, ErrorCode};
+use crate::http::extract::{Json, parse_json};
+use crate::state::AppState;
+use crate::time;
+
+const SIGNATURE_HEADER: &str = "x-signature";
+
+/// What the payment provider reports of a Pix payment.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PixPayment {
+    /// The invoice's `txid`, as the BR Code carried it.
+    pub txid: String,
+    pub amount_cents: i64,
+    /// RFC 3339.
+    pub paid_at: String,
+}
+
+/// Whether `X-Signature` is the hex HMAC-SHA256 of `body` keyed with `secret` (a `sha256=`
+/// prefix is allowed).
+fn signed(headers: &HeaderMap, body: &[u8], secret: &[u8]) -> bool {
+    headers
+        .get(SIGNATURE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .is_some_and(|v| {
+            let tag = v.strip_prefix("sha256=").unwrap_or(v);
+            crate::secrets::hmac_sha256_hex_matches(secret, body, tag)
+        })
+}
+
+/// Why a payment could not be applied.
+#[derive(Debug)]
+pub enum Refused {
+    NotFound,
+    Void,
+    Short { owed: i64 },
+}
+
+impl From<Refused> for AppError {
+    fn from(r: Refused) -> Self {
+        match r {
+            Refused::NotFound => AppError::not_found("invoice"),
+            Refused::Void => AppError::conflict(
+                ErrorCode::Conflict,
+                "the invoice was voided; the operator reconciles this payment by hand",
+            ),
+            Refused::Short { owed } => AppError::new(
+                ErrorCode::PaymentAmountMismatch,
+                format!("the payment is less than the invoice's {owed} cents"),
+            )
+            .with_details(serde_json::json!({ "amount_cents": owed })),
+        }
+    }
+}
+
+/// Applies a payment of the invoice `inv` (found by txid or number), once: a repeat of a
+/// paid invoice's payment changes nothing and answers the invoice as it is.
+pub fn settle(
+    tx: &Transaction<'_>,
+    ctx: &Ctx<'_>,
+    inv: Option<invoices::Invoice>,
+    amount_cents: Option<i64>,
+    paid_at: DateTime<Utc>,
+    via: &str,
+) -> Result<Result<InvoiceOut, Refused>, AppError> {
+    let Some(inv) = inv else {
+        return Ok(Err(Refused::NotFound));
+    };
+    match inv.status {
+        InvoiceStatus::Paid => return Ok(Ok(inv.out(&ctx.view))),
+        InvoiceStatus::Void => return Ok(Err(Refused::Void)),
+        InvoiceStatus::Open => {}
+    }
+    let amount = amount_cents.unwrap_or(inv.amount_cents);
+    if amount < inv.amount_cents {
+        return Ok(Err(Refused::Short {
+            owed: inv.amount_cents,
+        }));
+    }
+    lifecycle::apply_payment(tx, ctx, &inv, paid_at.min(ctx.now), amount, via)?;
+    let paid = invoices::get(tx, inv.id)?
+        .ok_or_else(|| AppError::internal(anyhow::anyhow!("the paid invoice is gone")))?;
+    Ok(Ok(paid.out(&ctx.view)))
+}
+
+/// The payment provider confirms a Pix payment. Signed: `X-Signature` is the hex
+/// HMAC-SHA256 of the raw body keyed with `--pix-webhook-secret` (401 otherwise, nothing
+/// changed). Idempotent by `txid`: a repeated delivery answers 200 and changes nothing.
+/// 404 for an unknown txid, 409 for a voided invoice, 422 `payment_amount_mismatch` for
+/// less than the invoice's amount; 503 when no secret is configured.
+#[utoipa::path(post, path = "/billing/pix/webhook", tag = "billing",
+    params(("X-Signature" = String, Header,
+            description = "hex HMAC-SHA256 of the raw body, keyed with --pix-webhook-secret")),
+    request_body = PixPayment,
+    responses((status = 200, body = InvoiceOut), (status = 401, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+              (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn pix_webhook(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<InvoiceOut>, AppError> {
+    let body = body.map_err(|r| crate::http::extract::body_rejection(&r))?;
+    let Some(secret) = st.cfg.billing.pix_webhook_secret.clone() else {
+        return Err(AppError::unavailable(
+            "Pix payments are not confirmed here: no --pix-webhook-secret is configured",
+        ));
+    };
+    if !signed(&headers, &body, secret.as_bytes()) {
+        return Err(AppError::new(
+            ErrorCode::Unauthorized,
+            "missing or wrong X-Signature",
+        ));
+    }
+    let payment: PixPayment = parse_json(&body)?;
+    let paid_at = time::parse(&payment.paid_at)
+        .or_else(|| {
+            DateTime::parse_from_rfc3339(&payment.paid_at)
+                .ok()
+                .map(|t| t.with_timezone(&Utc))
+        })
+        .ok_or_else(|| AppError::field("paid_at", "must be an RFC 3339 time"))?;
+    if payment.amount_cents <= 0 {
+        return Err(AppError::field("amount_cents", "must be positive"));
+    }
+    let (cfg, origin, clock) = (st.cfg.clone(), st.public_url().to_owned(), st.clock.clone());
+    let out = st
+        .db
+        .write(move |tx| {
+            let now = clock.now();
+            let inv = invoices::by_txid(tx, payment.txid.trim())?;
+            let actor = Actor::system(
+                inv.as_ref()
+                    .map_or_else(crate::ids::TenantId::new, |i| i.tenant_id),
+                "pix_webhook",
+            );
+            let ctx = Ctx {
+                catalog: &cfg.plans,
+                view: super::pix_view(&cfg, &origin),
+                actor: &actor,
+                now,
+            };
+            settle(
+                tx,
+                &ctx,
+                inv,
+                Some(payment.amount_cents),
+                paid_at,
+                "pix_webhook",
+            )
+        })
+        .await??;
+    Ok(Json(out))
+}
