@@ -7,6 +7,8 @@
 //! for the developer to set) and 40 conversations in every status, with messages, notes and
 //! a few attachments. It records no order events or audit entries; stock reservations record their
 //! threshold events as any reservation does (a new store has no webhooks to deliver them).
+//! Its onboarding checklist is half done (products, messaging app, team, first order), leaving
+//! the settings (payments, freight, custom domain) and the brand for the developer to try.
 
 use chrono::{DateTime, Duration, Utc};
 use rand::rngs::StdRng;

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use super::model::{
     PermissionOut, StoreIn, StoreOut, StorePatch, TenantIn, TenantOut, TenantPatch,
 };
-use super::store;
+use super::{settings, store};
 use crate::audit::{self, Actor};
 use crate::auth::model::Locale;
 use crate::error::{AppError, ErrorCode};
@@ -245,24 +245,43 @@ pub async fn get_store(
     s.map(Json).ok_or_else(|| AppError::not_found("store"))
 }
 
-/// Renames a store; needs `stores.edit`.
+/// Changes a store's name or settings (payment methods, shipping zones, custom domain);
+/// needs `stores.edit`. Every field is checked before anything is written.
 #[utoipa::path(patch, path = "/stores/{store_id}", tag = "stores", security(("bearer" = [])),
     params(("store_id" = crate::ids::StoreId, Path)), request_body = StorePatch,
     responses((status = 200, body = StoreOut), (status = 403, body = crate::error::ErrorBody),
-              (status = 404, body = crate::error::ErrorBody)))]
+              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody),
+              (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update_store(
     State(st): State<AppState>,
     scope: StoreScope,
     Json(patch): Json<StorePatch>,
 ) -> Result<Json<StoreOut>, AppError> {
     scope.require(Permission::StoresEdit)?;
-    let name = patch.name.as_deref().map(clean_name).transpose()?;
+    let change = store::StoreChange {
+        name: patch.name.as_deref().map(clean_name).transpose()?,
+        payment_methods: patch
+            .payment_methods
+            .map(|m| settings::not_null("payment_methods", m))
+            .transpose()?
+            .map(settings::payment_methods),
+        shipping_zones: patch
+            .shipping_zones
+            .map(|z| settings::not_null("shipping_zones", z))
+            .transpose()?
+            .map(settings::shipping_zones)
+            .transpose()?,
+        custom_domain: patch
+            .custom_domain
+            .map(|d| d.as_deref().map(settings::custom_domain).transpose())
+            .transpose()?,
+    };
     let (id, now, actor) = (scope.store_id, st.clock.now(), Actor::of(&scope));
     let s = st
         .db
         .write(move |tx| {
-            if let Some(n) = &name {
-                store::rename_store(tx, id, n, now)?;
+            if !change.is_empty() {
+                store::update_store(tx, id, &change, now)?;
                 audit::record(tx, &actor, "store.updated", "store", &id.to_string(), now)?;
             }
             store::get_store(tx, id)

@@ -7,11 +7,17 @@
 //!   recorded as its owner too.
 //! - Slugs are derived once, at creation, and are unique (organizations globally, stores
 //!   within their organization): 409 `slug_taken`.
+//! - A store's settings (payment methods, shipping zones, custom domain; issue 17) are all
+//!   validated before one write; a custom domain belongs to one store. Each records when it
+//!   was set, which the onboarding checklist ([`onboarding`], spec 4.4) reports; the
+//!   checklist itself is never stored.
 
 pub mod handlers;
 pub mod invites;
 pub mod members;
 pub mod model;
+pub mod onboarding;
+pub mod settings;
 pub mod store;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -27,6 +33,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(handlers::create_store, handlers::list_stores))
         .routes(routes!(handlers::get_store, handlers::update_store))
         .routes(routes!(handlers::permission_catalog))
+        .routes(routes!(onboarding::get_onboarding))
         .routes(routes!(members::list_members))
         .routes(routes!(members::update_member, members::remove_member))
         .routes(routes!(invites::create_invite))

@@ -42,10 +42,70 @@ pub struct StoreIn {
     pub name: String,
 }
 
+/// Any of a store's name and settings; a field left out is kept. The settings are what the
+/// onboarding checklist reads.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StorePatch {
     pub name: Option<String>,
+    /// The payment methods the store accepts; duplicates are dropped, the first occurrence's
+    /// order kept. `[]` clears them (null is refused).
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
+    #[schema(value_type = Vec<PaymentMethod>)]
+    pub payment_methods: Option<Option<Vec<PaymentMethod>>>,
+    /// Where the store delivers and at what price: at most 50 zones, each Brazilian state in
+    /// at most one of them. `[]` clears them (null is refused).
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
+    #[schema(value_type = Vec<ShippingZoneIn>, max_items = 50)]
+    pub shipping_zones: Option<Option<Vec<ShippingZoneIn>>>,
+    /// The store's own host name, lowercase, with at least one dot and no scheme, port or
+    /// path (`shop.example.com.br`), at most 253 characters; null removes it. One store per
+    /// domain: 409 `conflict` when another store has it.
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
+    #[schema(value_type = Option<String>, max_length = 253)]
+    pub custom_domain: Option<Option<String>>,
+}
+
+/// A way a store's customers can pay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentMethod {
+    Pix,
+    CreditCard,
+    Boleto,
+    BankTransfer,
+    CashOnDelivery,
+}
+
+/// A shipping zone as sent.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShippingZoneIn {
+    /// 1 to 80 characters, unique among the store's zones (ignoring case).
+    #[schema(min_length = 1, max_length = 80)]
+    pub name: String,
+    /// Brazilian state codes (UF) such as `SP` or `RJ`; at least one. Sent in any case,
+    /// stored uppercase, duplicates dropped.
+    #[schema(min_items = 1)]
+    pub regions: Vec<String>,
+    /// The freight price in the zone, in cents.
+    #[schema(minimum = 0)]
+    pub price_cents: i64,
+    /// Orders of at least this subtotal ship free; none when absent or null.
+    #[schema(minimum = 0)]
+    pub free_over_cents: Option<i64>,
+}
+
+/// A shipping zone as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ShippingZone {
+    pub name: String,
+    /// Uppercase Brazilian state codes (UF).
+    pub regions: Vec<String>,
+    pub price_cents: i64,
+    /// Null when the zone never ships free.
+    #[schema(required = true)]
+    pub free_over_cents: Option<i64>,
 }
 
 /// A store.
@@ -55,6 +115,13 @@ pub struct StoreOut {
     pub tenant_id: TenantId,
     pub name: String,
     pub slug: String,
+    /// Empty until set.
+    pub payment_methods: Vec<PaymentMethod>,
+    /// Empty until set.
+    pub shipping_zones: Vec<ShippingZone>,
+    /// Null until set.
+    #[schema(required = true)]
+    pub custom_domain: Option<String>,
     pub created_at: String,
 }
 
@@ -64,4 +131,55 @@ pub struct PermissionOut {
     pub code: &'static str,
     pub area: &'static str,
     pub description: &'static str,
+}
+
+/// A step of the onboarding checklist, in the order the checklist lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnboardingStepKey {
+    /// At least one active product with stock available.
+    Products,
+    /// The store's `payment_methods` are set.
+    Payments,
+    /// The store's `shipping_zones` are set.
+    Freight,
+    /// The merchant saved a brand system (the brand area, issue 18).
+    Brand,
+    /// An enabled inbox channel of the messaging-app kind (`msgapp`).
+    MessagingApp,
+    /// A second store member, or an invite still pending and unexpired.
+    Team,
+    /// The store's `custom_domain` is set.
+    CustomDomain,
+    /// A payment recorded on one of the store's orders.
+    FirstOrder,
+}
+
+/// One step of the onboarding checklist.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OnboardingStep {
+    pub key: OnboardingStepKey,
+    /// What to do, as a short sentence.
+    pub title: &'static str,
+    pub done: bool,
+    /// When the step became done, as the data records it: the oldest qualifying product's
+    /// creation, when the setting was set, the first qualifying channel's creation, the
+    /// second member's joining or the first pending invite's creation, the first payment.
+    /// Present only when `done` is true (omitted, never null).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub done_at: Option<String>,
+    /// The admin API path (under `/v1`) whose call does the step.
+    pub action_path: String,
+}
+
+/// The store's onboarding checklist, computed from its data when asked.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OnboardingOut {
+    /// Every step, always in the same order.
+    pub steps: Vec<OnboardingStep>,
+    /// How many steps are done.
+    pub completed: i64,
+    /// How many steps there are.
+    pub total: i64,
 }

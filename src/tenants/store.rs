@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
-use super::model::{StoreOut, TenantOut};
+use super::model::{PaymentMethod, ShippingZone, StoreOut, TenantOut};
 use crate::auth::model::Locale;
 use crate::error::{AppError, ErrorCode, ResultExt};
 use crate::http::permissions::Role;
@@ -165,7 +165,8 @@ pub fn update_tenant(
     Ok(())
 }
 
-const STORE_COLUMNS: &str = "s.id, s.tenant_id, s.name, s.slug, s.created_at";
+const STORE_COLUMNS: &str = "s.id, s.tenant_id, s.name, s.slug, s.payment_methods, \
+     s.shipping_zones, s.custom_domain, s.created_at";
 
 fn store_row(r: &Row<'_>) -> rusqlite::Result<StoreOut> {
     Ok(StoreOut {
@@ -173,7 +174,10 @@ fn store_row(r: &Row<'_>) -> rusqlite::Result<StoreOut> {
         tenant_id: r.get(1)?,
         name: r.get(2)?,
         slug: r.get(3)?,
-        created_at: r.get(4)?,
+        payment_methods: crate::db::json_column(r, 4)?,
+        shipping_zones: crate::db::json_column(r, 5)?,
+        custom_domain: r.get(6)?,
+        created_at: r.get(7)?,
     })
 }
 
@@ -231,17 +235,74 @@ pub fn list_stores(
     Ok(rows)
 }
 
-pub fn rename_store(
+/// A change to a store's name and settings, already validated; `None` keeps a field.
+#[derive(Debug, Default)]
+pub struct StoreChange {
+    pub name: Option<String>,
+    pub payment_methods: Option<Vec<PaymentMethod>>,
+    pub shipping_zones: Option<Vec<ShippingZone>>,
+    /// `Some(None)` removes the domain.
+    pub custom_domain: Option<Option<String>>,
+}
+
+impl StoreChange {
+    pub fn is_empty(&self) -> bool {
+        self.name.is_none()
+            && self.payment_methods.is_none()
+            && self.shipping_zones.is_none()
+            && self.custom_domain.is_none()
+    }
+}
+
+/// Applies a change. Each setting's `*_set_at` is stamped when it goes from unset to set,
+/// kept while it stays set and cleared with it (the onboarding checklist's `done_at`). A
+/// domain another store has is 409 `conflict`.
+pub fn update_store(
     tx: &Transaction<'_>,
     id: StoreId,
-    name: &str,
+    change: &StoreChange,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
+    fn json<T: serde::Serialize>(v: &T) -> Result<String, AppError> {
+        serde_json::to_string(v).map_err(AppError::internal)
+    }
+    let methods = change.payment_methods.as_ref().map(json).transpose()?;
+    let zones = change.shipping_zones.as_ref().map(json).transpose()?;
+    let (domain_given, domain) = match &change.custom_domain {
+        Some(d) => (true, d.as_deref()),
+        None => (false, None),
+    };
     crate::db::exec(
         tx,
-        "UPDATE stores SET name = ?2, updated_at = ?3 WHERE id = ?1",
-        params![id, name, time::format(now)],
-    )?;
+        "UPDATE stores SET
+             name = COALESCE(?2, name),
+             payment_methods = COALESCE(?3, payment_methods),
+             payment_methods_set_at = CASE WHEN ?3 IS NULL THEN payment_methods_set_at
+                 WHEN ?3 = '[]' THEN NULL ELSE COALESCE(payment_methods_set_at, ?7) END,
+             shipping_zones = COALESCE(?4, shipping_zones),
+             shipping_zones_set_at = CASE WHEN ?4 IS NULL THEN shipping_zones_set_at
+                 WHEN ?4 = '[]' THEN NULL ELSE COALESCE(shipping_zones_set_at, ?7) END,
+             custom_domain = CASE WHEN ?5 THEN ?6 ELSE custom_domain END,
+             custom_domain_set_at = CASE WHEN NOT ?5 THEN custom_domain_set_at
+                 WHEN ?6 IS NULL THEN NULL ELSE COALESCE(custom_domain_set_at, ?7) END,
+             updated_at = ?7
+         WHERE id = ?1",
+        params![
+            id,
+            change.name,
+            methods,
+            zones,
+            domain_given,
+            domain,
+            time::format(now)
+        ],
+    )
+    .on_constraint("stores.custom_domain", |_| {
+        AppError::conflict(
+            ErrorCode::Conflict,
+            "another store already uses this domain",
+        )
+    })?;
     Ok(())
 }
 

@@ -230,6 +230,64 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
         ),
         0
     );
+    drop(c);
+
+    // The onboarding checklist, read over HTTP from the served demo, is half done: what the
+    // demo has data for, and the settings, brand and domain left for the developer to try.
+    let store_id: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let store_id = store_id["store_id"].as_str().unwrap().to_owned();
+    let mut server = crate::support::process::start(dir.path(), &[], &[]);
+    let base = format!("http://{}", server.addr);
+    let list = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let client = reqwest::Client::builder().no_proxy().build().unwrap();
+            let login: Value = client
+                .post(format!("{base}/v1/auth/login"))
+                .json(
+                    &json!({"email": "owner@example.com", "password": "s3cret-enough",
+                              "device_name": "cli test"}),
+                )
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let token = login["token"].as_str().expect("a session token").to_owned();
+            let r = client
+                .get(format!("{base}/v1/stores/{store_id}/onboarding"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()
+        });
+    assert!(server.sigterm().success());
+    let state: Vec<(&str, bool)> = list["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["key"].as_str().unwrap(), s["done"] == true))
+        .collect();
+    assert_eq!(
+        state,
+        [
+            ("products", true),
+            ("payments", false),
+            ("freight", false),
+            ("brand", false),
+            ("messaging_app", true),
+            ("team", true),
+            ("custom_domain", false),
+            ("first_order", true)
+        ],
+        "{list}"
+    );
+    assert_eq!((&list["completed"], &list["total"]), (&json!(4), &json!(8)));
 }
 
 #[test]

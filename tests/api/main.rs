@@ -23,6 +23,7 @@ mod logging;
 mod members;
 mod msgapp;
 mod msgapp_channel;
+mod onboarding;
 mod openapi;
 mod orders;
 mod paging;

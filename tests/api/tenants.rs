@@ -356,6 +356,18 @@ async fn the_authorization_table_for_store_routes() {
             Some("stores.edit"),
             &["owner", "admin"],
         ),
+        // The settings the onboarding checklist reads (issue 17).
+        (
+            patch(),
+            p.clone(),
+            Some(json!({"payment_methods": ["pix", "boleto"],
+                        "shipping_zones": [{"name": "Sudeste", "regions": ["SP"], "price_cents": 900}],
+                        "custom_domain": "loja-{n}.example.com"})),
+            Some("stores.edit"),
+            &["owner", "admin"],
+        ),
+        // Any member reads the checklist, as they read the store; so do the store's tokens.
+        (get(), format!("{p}/onboarding"), None, None, all_roles),
         (
             get(),
             format!("{p}/conversations"),
