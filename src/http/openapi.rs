@@ -28,6 +28,16 @@ second-factor verify endpoints (`/auth/2fa/totp/verify`, `/auth/2fa/recovery/ver
 and retires the pair the client never received.",
     ),
     servers((url = "/v1", description = "API version 1")),
+    tags((name = "billing", description = "Plans, subscriptions and invoices, in Stripe \
+Billing's words. A *plan* has a *price* per billing cycle (`monthly`, or `annual` = 10 \
+months) in BRL cents, and limits. Each organization has one *subscription* to a plan: its \
+status (`trialing`, `active`, `past_due`, `suspended`, `canceled`), its current *period* \
+(`current_period_start`, `current_period_end`) and what it uses against the limits. An \
+*invoice* bills one plan for one period (`billing_reason`: `subscription_create`, \
+`subscription_cycle`, `subscription_update` for an upgrade's proration, \
+`subscription_resume`); while `open` it carries a Pix BR Code to pay it with; paid, it is \
+`paid`; withdrawn, `void`. The platform webhook receives `subscription.updated` and \
+`invoice.paid`.")),
     components(schemas(ErrorBody, ErrorCode)),
     modifiers(&BearerAuth),
 )]
