@@ -111,6 +111,18 @@ impl Org {
         r.body["data"].as_array().unwrap().clone()
     }
 
+    /// `PUT .../subscription` with `body`.
+    async fn change(&self, body: Value) -> crate::support::Reply {
+        self.app
+            .call(
+                put(),
+                &self.path("/subscription"),
+                &self.token(),
+                Some(body),
+            )
+            .await
+    }
+
     async fn act(&self, what: &str) -> crate::support::Reply {
         self.app
             .call(
@@ -482,15 +494,7 @@ async fn plan_changes_upgrade_now_and_downgrade_at_the_period_end() {
     // Ten days in, to scale: the difference for what is left, rounded up to the cent.
     o.app.clock.advance(Duration::seconds(10 * 86_400));
     o.sign_in_again().await;
-    let r = o
-        .app
-        .call(
-            put(),
-            &o.path("/subscription"),
-            &o.token(),
-            Some(json!({"plan_code": "scale"})),
-        )
-        .await;
+    let r = o.change(json!({"plan_code": "scale"})).await;
     r.expect(200);
     assert_eq!(r.body["plan_code"], "scale");
     assert_eq!(r.body["limits"]["stores"], 10);
@@ -521,40 +525,20 @@ async fn plan_changes_upgrade_now_and_downgrade_at_the_period_end() {
             .await
             .expect(201);
     }
-    let r = o
-        .app
-        .call(
-            put(),
-            &o.path("/subscription"),
-            &o.token(),
-            Some(json!({"plan_code": "starter"})),
-        )
-        .await;
+    let r = o.change(json!({"plan_code": "starter"})).await;
     r.expect_error(422, "usage_exceeds_plan");
     assert_eq!(
         r.body["details"],
         json!({"plan": "starter", "exceeded": [{"limit": "stores", "max": 1, "used": 3}]})
     );
     assert_eq!(o.subscription().await["plan_code"], "scale");
-    o.app
-        .call(
-            put(),
-            &o.path("/subscription"),
-            &o.token(),
-            Some(json!({"plan_code": "gold"})),
-        )
+    o.change(json!({"plan_code": "gold"}))
         .await
         .expect_error(422, "validation_failed");
 
     // Growth fits: a downgrade, at the period's end, and the annual cycle from then on.
     let r = o
-        .app
-        .call(
-            put(),
-            &o.path("/subscription"),
-            &o.token(),
-            Some(json!({"plan_code": "growth", "billing_cycle": "annual"})),
-        )
+        .change(json!({"plan_code": "growth", "billing_cycle": "annual"}))
         .await;
     r.expect(200);
     assert_eq!(r.body["plan_code"], "scale");
