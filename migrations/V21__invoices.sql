@@ -37,3 +37,6 @@ ALTER TABLE subscriptions ADD COLUMN pending_billing_cycle TEXT
 ALTER TABLE subscriptions ADD COLUMN past_due_since TEXT;
 ALTER TABLE subscriptions ADD COLUMN suspended_at TEXT;
 ALTER TABLE subscriptions ADD COLUMN canceled_at TEXT;
+-- Where periods are counted from (Stripe's billing cycle anchor): a period ending on the 31st
+-- ends on the last day of a short month and on the 31st again after it.
+ALTER TABLE subscriptions ADD COLUMN billing_anchor TEXT;

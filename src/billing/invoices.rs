@@ -211,9 +211,11 @@ pub fn issue(
     })?;
     let number = format!("INV-{seq:06}");
     // The txid names the invoice in the payment: letters and digits only, at most 25.
+    let seq_part = format!("MA{seq:06}");
+    let random = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
     let txid = format!(
-        "MA{seq:06}{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..17].to_uppercase()
+        "{seq_part}{}",
+        &random[..25usize.saturating_sub(seq_part.len()).max(8)]
     );
     let id = InvoiceId::new();
     crate::db::exec(

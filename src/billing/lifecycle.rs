@@ -11,7 +11,7 @@
 //! - `cancel_at_period_end` → canceled when the period ends; a canceled subscription is
 //!   reactivated by paying a `subscription_resume` invoice.
 
-use chrono::{DateTime, Duration, Months, Utc};
+use chrono::{DateTime, Datelike, Duration, Months, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +48,9 @@ pub struct Sub {
     pub past_due_since: Option<DateTime<Utc>>,
     pub suspended_at: Option<DateTime<Utc>>,
     pub canceled_at: Option<DateTime<Utc>>,
+    /// Where periods are counted from (Stripe's billing cycle anchor); None until the first
+    /// paid period (the trial's end is used).
+    pub anchor: Option<DateTime<Utc>>,
 }
 
 fn at(s: Option<&str>) -> Option<DateTime<Utc>> {
@@ -62,7 +65,8 @@ pub fn load(c: &Connection, tenant: TenantId) -> Result<Option<Sub>, AppError> {
     Ok(c.prepare_cached(
         "SELECT plan_code, billing_cycle, status, trial_ends_at, current_period_start,
                     current_period_end, cancel_at_period_end, pending_plan_code,
-                    pending_billing_cycle, past_due_since, suspended_at, canceled_at
+                    pending_billing_cycle, past_due_since, suspended_at, canceled_at,
+                    billing_anchor
              FROM subscriptions WHERE tenant_id = ?1",
     )?
     .query_row([tenant], |r| {
@@ -80,6 +84,7 @@ pub fn load(c: &Connection, tenant: TenantId) -> Result<Option<Sub>, AppError> {
             past_due_since: at(r.get::<_, Option<String>>(9)?.as_deref()),
             suspended_at: at(r.get::<_, Option<String>>(10)?.as_deref()),
             canceled_at: at(r.get::<_, Option<String>>(11)?.as_deref()),
+            anchor: at(r.get::<_, Option<String>>(12)?.as_deref()),
         })
     })
     .optional()?)
@@ -91,7 +96,8 @@ fn store(tx: &Transaction<'_>, s: &Sub, now: DateTime<Utc>) -> Result<(), AppErr
         "UPDATE subscriptions SET plan_code = ?2, billing_cycle = ?3, status = ?4,
              trial_ends_at = ?5, current_period_start = ?6, current_period_end = ?7,
              cancel_at_period_end = ?8, pending_plan_code = ?9, pending_billing_cycle = ?10,
-             past_due_since = ?11, suspended_at = ?12, canceled_at = ?13, updated_at = ?14
+             past_due_since = ?11, suspended_at = ?12, canceled_at = ?13, updated_at = ?14,
+             billing_anchor = ?15
          WHERE tenant_id = ?1",
         params![
             s.tenant,
@@ -107,7 +113,8 @@ fn store(tx: &Transaction<'_>, s: &Sub, now: DateTime<Utc>) -> Result<(), AppErr
             fmt(s.past_due_since),
             fmt(s.suspended_at),
             fmt(s.canceled_at),
-            time::format(now)
+            time::format(now),
+            fmt(s.anchor)
         ],
     )?;
     Ok(())
@@ -166,21 +173,82 @@ pub fn price(plan: &Plan, cycle: BillingCycle) -> i64 {
     }
 }
 
-/// The end of a period of `cycle` starting at `start` (same day of the month, clamped).
-pub fn period_end(start: DateTime<Utc>, cycle: BillingCycle) -> DateTime<Utc> {
-    let months = match cycle {
+/// The end of the period of `cycle` that starts at `start`: the first whole number of
+/// cycles after `anchor` (Stripe's billing cycle anchor) past `start`, so a subscription
+/// anchored on the 31st ends its periods on the last day of short months and on the 31st
+/// again after them.
+pub fn period_end(
+    start: DateTime<Utc>,
+    cycle: BillingCycle,
+    anchor: DateTime<Utc>,
+) -> DateTime<Utc> {
+    let step: i32 = match cycle {
         BillingCycle::Monthly => 1,
         BillingCycle::Annual => 12,
     };
-    start
-        .checked_add_months(Months::new(months))
-        .unwrap_or(start + Duration::days(30 * i64::from(months)))
+    let month = |t: DateTime<Utc>| t.year() * 12 + i32::try_from(t.month0()).unwrap_or(0);
+    let mut k = ((month(start) - month(anchor)) / step).max(0);
+    for _ in 0..4 {
+        let end = u32::try_from(k * step)
+            .ok()
+            .and_then(|m| anchor.checked_add_months(Months::new(m)));
+        match end {
+            Some(end) if end > start => return end,
+            Some(_) => k += 1,
+            None => break,
+        }
+    }
+    start + Duration::days(30 * i64::from(step))
+}
+
+/// Where the subscription's periods are counted from: set when it was first paid for, or
+/// reactivated; until then the trial's end.
+fn anchor(s: &Sub) -> DateTime<Utc> {
+    s.anchor
+        .or_else(|| s.trial_ends_at.as_deref().and_then(time::parse))
+        .unwrap_or(s.period_start)
+}
+
+/// The next period, at `cycle`: a new cycle starts a new anchor.
+fn next_period(s: &Sub, cycle: BillingCycle) -> (DateTime<Utc>, DateTime<Utc>) {
+    let start = s.period_end;
+    let anchor = if cycle == s.cycle { anchor(s) } else { start };
+    (start, period_end(start, cycle, anchor))
 }
 
 /// The plan and cycle the next period is billed at: a pending change, else today's.
 pub fn next_terms<'c>(catalog: &'c Catalog, s: &Sub) -> Result<(&'c Plan, BillingCycle), AppError> {
     let code = s.pending_plan_code.as_deref().or(s.plan_code.as_deref());
     Ok((plan_of(catalog, code)?, s.pending_cycle.unwrap_or(s.cycle)))
+}
+
+/// Issues an invoice, audited (`invoice.issued`) in the caller's transaction.
+pub fn issue(tx: &Transaction<'_>, ctx: &Ctx<'_>, n: &NewInvoice<'_>) -> Result<Invoice, AppError> {
+    let inv = invoices::issue(tx, n, ctx.now)?;
+    audit::record(
+        tx,
+        ctx.actor,
+        "invoice.issued",
+        "invoice",
+        &inv.id.to_string(),
+        ctx.now,
+    )?;
+    Ok(inv)
+}
+
+/// Withdraws an open invoice, audited (`invoice.voided`).
+pub fn void(tx: &Transaction<'_>, ctx: &Ctx<'_>, inv: &Invoice) -> Result<(), AppError> {
+    if invoices::void(tx, inv.id, ctx.now)? {
+        audit::record(
+            tx,
+            ctx.actor,
+            "invoice.voided",
+            "invoice",
+            &inv.id.to_string(),
+            ctx.now,
+        )?;
+    }
+    Ok(())
 }
 
 /// Issues the invoice of the period after the current one (a first invoice after a trial, or
@@ -190,8 +258,10 @@ pub fn issue_next(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invoic
         return Ok(i);
     }
     let (plan, cycle) = next_terms(ctx.catalog, s)?;
-    invoices::issue(
+    let (start, end) = next_period(s, cycle);
+    issue(
         tx,
+        ctx,
         &NewInvoice {
             tenant: s.tenant,
             reason: if s.status == SubscriptionStatus::Trialing {
@@ -202,16 +272,15 @@ pub fn issue_next(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invoic
             plan,
             cycle,
             amount_cents: price(plan, cycle),
-            period_start: s.period_end,
-            period_end: period_end(s.period_end, cycle),
-            due_at: s.period_end,
+            period_start: start,
+            period_end: end,
+            due_at: start,
         },
-        ctx.now,
     )
 }
 
-/// Issues the invoice that reactivates a canceled subscription for a period from now, or
-/// returns the open one.
+/// Issues the invoice that reactivates a canceled subscription (its period starts when it
+/// is paid), or returns the open one.
 pub fn issue_resume(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invoice, AppError> {
     if let Some(i) = invoices::open(tx, s.tenant)?
         .into_iter()
@@ -220,8 +289,9 @@ pub fn issue_resume(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invo
         return Ok(i);
     }
     let plan = plan_of(ctx.catalog, s.plan_code.as_deref())?;
-    invoices::issue(
+    issue(
         tx,
+        ctx,
         &NewInvoice {
             tenant: s.tenant,
             reason: InvoiceReason::Resume,
@@ -229,10 +299,9 @@ pub fn issue_resume(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invo
             cycle: s.cycle,
             amount_cents: price(plan, s.cycle),
             period_start: ctx.now,
-            period_end: period_end(ctx.now, s.cycle),
+            period_end: period_end(ctx.now, s.cycle, ctx.now),
             due_at: ctx.now,
         },
-        ctx.now,
     )
 }
 
@@ -240,10 +309,12 @@ pub fn issue_resume(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invo
 /// should have now: the old one is voided, the new one keeps its period start and due date.
 pub fn reprice_open(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<(), AppError> {
     for inv in invoices::open(tx, s.tenant)? {
-        let start = time::parse(&inv.period_start).unwrap_or(ctx.now);
-        let (plan, cycle) = if inv.reason == InvoiceReason::Update {
+        if inv.reason == InvoiceReason::Update {
             continue;
-        } else if start >= s.period_end && s.status != SubscriptionStatus::Canceled {
+        }
+        let start = time::parse(&inv.period_start).unwrap_or(ctx.now);
+        let next = start >= s.period_end && s.status != SubscriptionStatus::Canceled;
+        let (plan, cycle) = if next {
             next_terms(ctx.catalog, s)?
         } else {
             (plan_of(ctx.catalog, s.plan_code.as_deref())?, s.cycle)
@@ -252,9 +323,15 @@ pub fn reprice_open(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<(), 
         if inv.plan_code == plan.code && inv.billing_cycle == cycle && inv.amount_cents == amount {
             continue;
         }
-        invoices::void(tx, inv.id, ctx.now)?;
-        invoices::issue(
+        let end = match inv.reason {
+            InvoiceReason::Resume => period_end(start, cycle, start),
+            _ if next => next_period(s, cycle).1,
+            _ => period_end(start, cycle, anchor(s)),
+        };
+        void(tx, ctx, &inv)?;
+        issue(
             tx,
+            ctx,
             &NewInvoice {
                 tenant: s.tenant,
                 reason: inv.reason,
@@ -262,35 +339,95 @@ pub fn reprice_open(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<(), 
                 cycle,
                 amount_cents: amount,
                 period_start: start,
-                period_end: period_end(start, cycle),
+                period_end: end,
                 due_at: time::parse(&inv.due_at).unwrap_or(ctx.now),
             },
-            ctx.now,
         )?;
     }
     Ok(())
 }
 
-fn void_all_open(
+/// An upgrade from `from` to `to`, which takes effect now: what was already paid at the old
+/// price is billed the difference, prorated for what is left of the current period (not
+/// for a trial, which is free) and in full for a next period paid in advance. Invoices not
+/// yet paid are re-issued at the new price by [`reprice_open`] instead. Each upgrade's
+/// difference stays owed until paid, so successive upgrades add up to the dearest price.
+pub fn prorate(
     tx: &Transaction<'_>,
-    tenant: TenantId,
-    now: DateTime<Utc>,
+    ctx: &Ctx<'_>,
+    s: &Sub,
+    from: &Plan,
+    to: &Plan,
 ) -> Result<(), AppError> {
-    for inv in invoices::open(tx, tenant)? {
-        invoices::void(tx, inv.id, now)?;
+    let paid = |start| -> Result<Option<Invoice>, AppError> {
+        Ok(invoices::for_period(tx, s.tenant, start)?.filter(|i| i.status == InvoiceStatus::Paid))
+    };
+    let in_trial = s
+        .trial_ends_at
+        .as_deref()
+        .and_then(time::parse)
+        .is_some_and(|t| t > ctx.now);
+    let mut owed = Vec::new();
+    if !in_trial && ctx.now < s.period_end && paid(s.period_start)?.is_some() {
+        let whole = (s.period_end - s.period_start).num_seconds().max(1);
+        let left = (s.period_end - ctx.now).num_seconds().clamp(0, whole);
+        let diff = price(to, s.cycle) - price(from, s.cycle);
+        // Rounded up to the cent: an invoice cannot ask for a fraction.
+        let amount =
+            (i128::from(diff) * i128::from(left) + i128::from(whole) - 1) / i128::from(whole);
+        owed.push((
+            i64::try_from(amount).unwrap_or(0),
+            s.cycle,
+            ctx.now,
+            s.period_end,
+        ));
+    }
+    if let Some(ahead) = paid(s.period_end)? {
+        let (start, end) = (
+            time::parse(&ahead.period_start).unwrap_or(s.period_end),
+            time::parse(&ahead.period_end).unwrap_or(s.period_end),
+        );
+        let cycle = ahead.billing_cycle;
+        owed.push((price(to, cycle) - price(from, cycle), cycle, start, end));
+    }
+    for (amount, cycle, start, end) in owed {
+        if amount <= 0 {
+            continue;
+        }
+        issue(
+            tx,
+            ctx,
+            &NewInvoice {
+                tenant: s.tenant,
+                reason: InvoiceReason::Update,
+                plan: to,
+                cycle,
+                amount_cents: amount,
+                period_start: start,
+                period_end: end,
+                due_at: ctx.now + Duration::days(PRORATION_DUE_DAYS),
+            },
+        )?;
     }
     Ok(())
 }
 
-fn cancel_now(tx: &Transaction<'_>, s: &mut Sub, now: DateTime<Utc>) -> Result<(), AppError> {
+fn void_all_open(tx: &Transaction<'_>, ctx: &Ctx<'_>, tenant: TenantId) -> Result<(), AppError> {
+    for inv in invoices::open(tx, tenant)? {
+        void(tx, ctx, &inv)?;
+    }
+    Ok(())
+}
+
+fn cancel_now(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &mut Sub) -> Result<(), AppError> {
     s.status = SubscriptionStatus::Canceled;
-    s.canceled_at = Some(now);
+    s.canceled_at = Some(ctx.now);
     s.cancel_at_period_end = false;
     s.pending_plan_code = None;
     s.pending_cycle = None;
     s.past_due_since = None;
     s.suspended_at = None;
-    void_all_open(tx, s.tenant, now)
+    void_all_open(tx, ctx, s.tenant)
 }
 
 /// Moves one organization's subscription as far as `ctx.now` takes it (the daily job).
@@ -306,34 +443,54 @@ pub fn advance(
     };
     let now = ctx.now;
     let mut s = before.clone();
-    // A server that was off for months catches up one period at a time.
+    // A server that was off for months catches up one paid period at a time.
     for _ in 0..36 {
         let ended = now >= s.period_end;
         match s.status {
             SubscriptionStatus::Trialing | SubscriptionStatus::Active if ended => {
-                if s.cancel_at_period_end {
-                    cancel_now(tx, &mut s, now)?;
+                let paid = invoices::for_period(tx, tenant, s.period_end)?
+                    .filter(|i| i.status == InvoiceStatus::Paid);
+                if s.cancel_at_period_end && paid.is_none() {
+                    cancel_now(tx, ctx, &mut s)?;
                     break;
                 }
-                let paid = invoices::for_period(tx, tenant, s.period_end)?
-                    .is_some_and(|i| i.status == InvoiceStatus::Paid);
-                if !paid {
-                    issue_next(tx, ctx, &s)?;
+                if let Some(p) = paid {
+                    // The next period is what was paid for: its cycle and its end. A pending
+                    // downgrade applies (it costs less than what was paid).
+                    let start = s.period_end;
+                    if p.billing_cycle != s.cycle {
+                        s.anchor = Some(start);
+                    } else if s.anchor.is_none() {
+                        s.anchor = Some(anchor(&s));
+                    }
+                    if let Some(code) = s.pending_plan_code.take() {
+                        s.plan_code = Some(code);
+                    }
+                    s.cycle = p.billing_cycle;
+                    if s.pending_cycle == Some(s.cycle) {
+                        s.pending_cycle = None;
+                    }
+                    s.period_start = start;
+                    s.period_end = time::parse(&p.period_end).unwrap_or(start);
+                    s.status = SubscriptionStatus::Active;
+                    continue;
                 }
+                let inv = issue_next(tx, ctx, &s)?;
                 let (plan, cycle) = next_terms(ctx.catalog, &s)?;
+                if cycle != s.cycle {
+                    s.anchor = Some(s.period_end);
+                } else if s.anchor.is_none() {
+                    s.anchor = Some(anchor(&s));
+                }
                 s.plan_code = Some(plan.code.clone());
                 s.cycle = cycle;
                 s.pending_plan_code = None;
                 s.pending_cycle = None;
                 s.period_start = s.period_end;
-                s.period_end = period_end(s.period_start, cycle);
-                if paid {
-                    s.status = SubscriptionStatus::Active;
-                } else {
-                    s.status = SubscriptionStatus::PastDue;
-                    s.past_due_since = Some(now);
-                    break;
-                }
+                s.period_end = time::parse(&inv.period_end).unwrap_or(s.period_start);
+                s.status = SubscriptionStatus::PastDue;
+                s.past_due_since = Some(now);
+                break;
             }
             SubscriptionStatus::Trialing | SubscriptionStatus::Active => {
                 if !s.cancel_at_period_end
@@ -354,7 +511,7 @@ pub fn advance(
             SubscriptionStatus::PastDue | SubscriptionStatus::Suspended
                 if s.cancel_at_period_end && ended =>
             {
-                cancel_now(tx, &mut s, now)?;
+                cancel_now(tx, ctx, &mut s)?;
                 break;
             }
             SubscriptionStatus::PastDue => {
@@ -369,7 +526,7 @@ pub fn advance(
             SubscriptionStatus::Suspended => {
                 let since = s.suspended_at.unwrap_or(now);
                 if now >= since + Duration::days(SUSPENDED_DAYS) {
-                    cancel_now(tx, &mut s, now)?;
+                    cancel_now(tx, ctx, &mut s)?;
                 }
                 break;
             }
@@ -380,8 +537,8 @@ pub fn advance(
 }
 
 /// Applies a confirmed payment of `inv`: the invoice is paid, and the subscription moves
-/// (trialing, past_due or suspended → active; canceled → active for the invoice's period
-/// when it was a `subscription_resume` invoice). Audited, with `invoice.paid` and, when the
+/// (trialing, past_due or suspended → active; canceled → active for a period from now when
+/// it was a `subscription_resume` invoice). Audited, with `invoice.paid` and, when the
 /// subscription changed, `subscription.updated`. False when the invoice was not open.
 pub fn apply_payment(
     tx: &Transaction<'_>,
@@ -414,11 +571,13 @@ pub fn apply_payment(
         .any(|i| time::parse(&i.due_at).is_some_and(|d| d <= ctx.now));
     match s.status {
         SubscriptionStatus::Canceled if inv.reason == InvoiceReason::Resume => {
+            // The period starts when it is paid, however long ago the invoice was issued.
             s.status = SubscriptionStatus::Active;
             s.plan_code = Some(inv.plan_code.clone());
             s.cycle = inv.billing_cycle;
-            s.period_start = time::parse(&inv.period_start).unwrap_or(ctx.now);
-            s.period_end = time::parse(&inv.period_end).unwrap_or(ctx.now);
+            s.anchor = Some(ctx.now);
+            s.period_start = ctx.now;
+            s.period_end = period_end(ctx.now, s.cycle, ctx.now);
             s.canceled_at = None;
         }
         SubscriptionStatus::Trialing => s.status = SubscriptionStatus::Active,
@@ -483,7 +642,7 @@ pub async fn run_day(st: &crate::state::AppState) -> anyhow::Result<()> {
             )
         })
         .await?;
-    let mut moved = 0;
+    let (mut moved, mut failed) = (0, 0);
     for tenant in tenants {
         let (cfg, origin) = (st.cfg.clone(), st.public_url().to_owned());
         let changed = st
@@ -498,13 +657,23 @@ pub async fn run_day(st: &crate::state::AppState) -> anyhow::Result<()> {
                 };
                 advance(tx, &ctx, tenant, cfg.billing.grace_days)
             })
-            .await?;
-        moved += usize::from(changed);
+            .await;
+        // One organization that cannot move must not hold back the others.
+        match changed {
+            Ok(changed) => moved += usize::from(changed),
+            Err(e) => {
+                failed += 1;
+                tracing::error!(tenant_id = %tenant, error = ?e, "could not move a subscription");
+            }
+        }
     }
     st.db
         .write(move |tx| schedule(tx, now + Duration::days(1), now, false))
         .await?;
-    tracing::info!(moved, "billing day ran");
+    tracing::info!(moved, failed, "billing day ran");
+    if failed > 0 {
+        anyhow::bail!("{failed} subscriptions could not be moved");
+    }
     Ok(())
 }
 
@@ -524,7 +693,8 @@ pub fn seed_demo(
         t.checked_sub_months(Months::new(1))
             .unwrap_or(t - Duration::days(30))
     };
-    let (first, end) = (back(start), period_end(start, cycle));
+    let first = back(start);
+    let end = period_end(start, cycle, first);
     for (from, reason, paid) in [
         (first, InvoiceReason::Create, true),
         (start, InvoiceReason::Cycle, true),
@@ -539,7 +709,7 @@ pub fn seed_demo(
                 cycle,
                 amount_cents: price(plan, cycle),
                 period_start: from,
-                period_end: period_end(from, cycle),
+                period_end: period_end(from, cycle, first),
                 due_at: from,
             },
             from - Duration::days(RENEWAL_NOTICE_DAYS),
@@ -559,7 +729,44 @@ pub fn seed_demo(
     s.cycle = cycle;
     s.status = SubscriptionStatus::Active;
     s.trial_ends_at = Some(time::format(first));
+    s.anchor = Some(first);
     s.period_start = start;
     s.period_end = end;
     store(tx, &s, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+
+    use super::{BillingCycle, period_end};
+
+    #[test]
+    fn periods_keep_their_anchor_day_through_short_months() {
+        let anchor = Utc.with_ymd_and_hms(2027, 1, 31, 12, 0, 0).unwrap();
+        let mut t = anchor;
+        let mut ends = Vec::new();
+        for _ in 0..4 {
+            t = period_end(t, BillingCycle::Monthly, anchor);
+            ends.push(t.format("%m-%d").to_string());
+        }
+        assert_eq!(ends, ["02-28", "03-31", "04-30", "05-31"]);
+        let leap = Utc.with_ymd_and_hms(2028, 2, 29, 0, 0, 0).unwrap();
+        let end = period_end(leap, BillingCycle::Annual, leap);
+        assert_eq!(end.format("%Y-%m-%d").to_string(), "2029-02-28");
+        assert_eq!(
+            period_end(end, BillingCycle::Annual, leap)
+                .format("%Y-%m-%d")
+                .to_string(),
+            "2030-02-28"
+        );
+        // A new cycle from mid-period counts from its own start.
+        let start = Utc.with_ymd_and_hms(2027, 6, 15, 0, 0, 0).unwrap();
+        assert_eq!(
+            period_end(start, BillingCycle::Annual, start)
+                .format("%Y-%m-%d")
+                .to_string(),
+            "2028-06-15"
+        );
+    }
 }

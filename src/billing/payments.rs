@@ -92,7 +92,10 @@ pub fn settle(
             owed: inv.amount_cents,
         }));
     }
-    lifecycle::apply_payment(tx, ctx, &inv, paid_at.min(ctx.now), amount, via)?;
+    // A payment is no older than its invoice and no newer than now.
+    let issued = time::parse(&inv.created_at).unwrap_or(ctx.now);
+    let paid_at = paid_at.clamp(issued.min(ctx.now), ctx.now);
+    lifecycle::apply_payment(tx, ctx, &inv, paid_at, amount, via)?;
     let paid = invoices::get(tx, inv.id)?
         .ok_or_else(|| AppError::internal(anyhow::anyhow!("the paid invoice is gone")))?;
     Ok(Ok(paid.out(&ctx.view)))

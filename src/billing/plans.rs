@@ -194,8 +194,15 @@ impl Catalog {
                 Some(format!("plan code {code:?} appears twice"))
             } else if p.name.trim().is_empty() || p.name.chars().count() > 80 {
                 Some(format!("plan {code}: name must be 1 to 80 characters"))
-            } else if p.monthly_price_cents < 0 || p.annual_price_cents < 0 {
-                Some(format!("plan {code}: prices are cents, never negative"))
+            } else if ![p.monthly_price_cents, p.annual_price_cents]
+                .iter()
+                .all(|c| (1..=99_999_999_999).contains(c))
+            {
+                // An invoice is paid by Pix, which asks at least one cent and at most what
+                // a BR Code's amount field holds.
+                Some(format!(
+                    "plan {code}: prices are cents, at least 1 and at most 99999999999"
+                ))
             } else if [
                 p.limits.stores,
                 p.limits.members_per_store,

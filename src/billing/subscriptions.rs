@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::invoices::{self, PixView};
 use super::lifecycle::{self, Ctx, Sub};
 use super::plans::{Catalog, Limits};
-use crate::audit::{self, Actor};
+use crate::audit::Actor;
 use crate::error::{AppError, ErrorBody};
 use crate::http::auth::Principal;
 use crate::http::extract::{Json, Path};
@@ -341,13 +341,12 @@ pub async fn update_subscription(
     Path(id): Path<TenantId>,
     Json(input): Json<SubscriptionChange>,
 ) -> Result<Json<SubscriptionOut>, AppError> {
-    let catalog = st.cfg.plans.clone();
     let code = input.plan_code.map(|c| c.trim().to_owned());
-    if let Some(c) = &code {
-        check_plan(&catalog, Some(c))?;
-    }
     let cycle = input.billing_cycle;
     change(&st, p, &trace, id, move |tx, ctx, mut s| {
+        if let Some(c) = &code {
+            check_plan(ctx.catalog, Some(c))?;
+        }
         let current = lifecycle::plan_of(ctx.catalog, s.plan_code.as_deref())?;
         let wanted = match &code {
             Some(c) => lifecycle::plan_of(ctx.catalog, Some(c))?,
@@ -356,7 +355,11 @@ pub async fn update_subscription(
                 s.pending_plan_code.as_deref().or(s.plan_code.as_deref()),
             )?,
         };
-        check_fits(&usage(tx, s.tenant, ctx.now)?, wanted)?;
+        // Only a move to another plan is checked: undoing a pending downgrade, or a new
+        // cycle, is never refused for what the organization uses now.
+        if wanted.code != current.code {
+            check_fits(&usage(tx, s.tenant, ctx.now)?, wanted)?;
+        }
         let now_applies = matches!(
             s.status,
             SubscriptionStatus::Trialing | SubscriptionStatus::Canceled
@@ -379,7 +382,7 @@ pub async fn update_subscription(
             } else if new > old {
                 s.plan_code = Some(wanted.code.clone());
                 s.pending_plan_code = None;
-                prorate(tx, ctx, &s, current, wanted)?;
+                lifecycle::prorate(tx, ctx, &s, current, wanted)?;
             } else {
                 s.pending_plan_code = Some(wanted.code.clone());
             }
@@ -388,43 +391,6 @@ pub async fn update_subscription(
         Ok(s)
     })
     .await
-}
-
-/// An upgrade's invoice: the price difference for what is left of a period already paid.
-fn prorate(
-    tx: &Transaction<'_>,
-    ctx: &Ctx<'_>,
-    s: &Sub,
-    from: &super::plans::Plan,
-    to: &super::plans::Plan,
-) -> Result<(), AppError> {
-    if s.status != SubscriptionStatus::Active || ctx.now >= s.period_end {
-        return Ok(()); // nothing paid at the old price: the open invoice is re-issued instead
-    }
-    let whole = (s.period_end - s.period_start).num_seconds().max(1);
-    let left = (s.period_end - ctx.now).num_seconds().clamp(0, whole);
-    let diff = lifecycle::price(to, s.cycle) - lifecycle::price(from, s.cycle);
-    // Rounded up to the cent, as an invoice cannot ask for a fraction.
-    let amount = (i128::from(diff) * i128::from(left) + i128::from(whole) - 1) / i128::from(whole);
-    let amount = i64::try_from(amount).unwrap_or(i64::MAX);
-    if amount <= 0 {
-        return Ok(());
-    }
-    invoices::issue(
-        tx,
-        &invoices::NewInvoice {
-            tenant: s.tenant,
-            reason: invoices::InvoiceReason::Update,
-            plan: to,
-            cycle: s.cycle,
-            amount_cents: amount,
-            period_start: ctx.now,
-            period_end: s.period_end,
-            due_at: ctx.now + chrono::Duration::days(lifecycle::PRORATION_DUE_DAYS),
-        },
-        ctx.now,
-    )?;
-    Ok(())
 }
 
 /// Cancels at the period's end (a trial: at its end); owners only. An invoice issued for
@@ -449,7 +415,7 @@ pub async fn cancel_subscription(
         s.cancel_at_period_end = true;
         for inv in invoices::open(tx, s.tenant)? {
             if time::parse(&inv.period_start).is_some_and(|start| start >= s.period_end) {
-                invoices::void(tx, inv.id, ctx.now)?;
+                lifecycle::void(tx, ctx, &inv)?;
             }
         }
         Ok(s)
@@ -472,12 +438,7 @@ pub async fn resume_subscription(
 ) -> Result<Json<SubscriptionOut>, AppError> {
     change(&st, p, &trace, id, |tx, ctx, mut s| {
         if s.status == SubscriptionStatus::Canceled {
-            let had = invoices::open(tx, s.tenant)?.len();
-            let inv = lifecycle::issue_resume(tx, ctx, &s)?;
-            if invoices::open(tx, s.tenant)?.len() > had {
-                let id = inv.id.to_string();
-                audit::record(tx, ctx.actor, "invoice.issued", "invoice", &id, ctx.now)?;
-            }
+            lifecycle::issue_resume(tx, ctx, &s)?;
         } else if s.cancel_at_period_end {
             s.cancel_at_period_end = false;
         } else {
@@ -548,14 +509,6 @@ pub async fn pay_subscription(
                 }
                 _ => lifecycle::issue_next(tx, &ctx, &s)?,
             };
-            audit::record(
-                tx,
-                &actor,
-                "invoice.issued",
-                "invoice",
-                &inv.id.to_string(),
-                now,
-            )?;
             Ok(inv.out(&ctx.view))
         })
         .await

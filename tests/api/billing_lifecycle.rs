@@ -278,8 +278,10 @@ async fn an_unpaid_trial_goes_past_due_then_suspended_then_canceled() {
     assert_eq!(
         o.audit().await,
         [
+            "invoice.issued",
             "subscription.past_due",
             "subscription.suspended",
+            "invoice.voided",
             "subscription.canceled"
         ]
     );
@@ -380,6 +382,7 @@ async fn paying_by_pix_activates_and_renewals_follow_the_period() {
             "invoice.paid",
             "subscription.active",
             "subscription.updated",
+            "invoice.issued",
             "subscription.past_due",
             "invoice.paid",
             "subscription.active"
@@ -611,6 +614,8 @@ async fn cancel_and_resume() {
     assert_eq!(
         o.audit().await,
         [
+            "invoice.issued",
+            "invoice.voided",
             "subscription.updated",
             "subscription.updated",
             "subscription.updated",
@@ -731,4 +736,137 @@ async fn the_demo_organization_is_on_a_paid_plan_with_its_renewal_open() {
         .map(|i| i["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["open", "paid", "paid"], "newest first");
+}
+
+/// A period paid in advance is what was paid for: a later change of cycle waits for the
+/// period after it, and an upgrade bills the paid-ahead period's difference in full (a
+/// trial's own days are free, so nothing is prorated for them).
+#[tokio::test]
+async fn a_period_paid_in_advance_keeps_the_terms_it_was_paid_at() {
+    let o = org_on("starter").await;
+    let trial_end = at(&o.subscription().await["trial_ends_at"]);
+    let first = o.act("pay").await.body.clone();
+    o.pix_paid(first["txid"].as_str().unwrap(), 4_900, PIX_SECRET)
+        .await
+        .expect(200);
+    // Annual from the next period on: the paid month stays a month.
+    let r = o.change(json!({"billing_cycle": "annual"})).await;
+    r.expect(200);
+    assert_eq!(r.body["pending_billing_cycle"], "annual");
+    assert!(
+        r.body["open_invoice"].is_null(),
+        "nothing to re-issue: it is paid"
+    );
+    // Scale now: the paid month's difference, in full, due in 3 days.
+    let r = o.change(json!({"plan_code": "scale"})).await;
+    r.expect(200);
+    let diff = &r.body["open_invoice"];
+    assert_eq!(diff["billing_reason"], "subscription_update");
+    assert_eq!(diff["amount_cents"], 39_900 - 4_900);
+    assert_eq!(at(&diff["period_start"]), trial_end);
+    assert_eq!(
+        o.invoices().await.len(),
+        2,
+        "no proration of the free trial"
+    );
+    o.pix_paid(diff["txid"].as_str().unwrap(), 35_000, PIX_SECRET)
+        .await
+        .expect(200);
+    o.day(trial_end).await;
+    let s = o.subscription().await;
+    assert_eq!(s["status"], "active");
+    assert_eq!(s["plan_code"], "scale");
+    assert_eq!(s["billing_cycle"], "monthly");
+    assert_eq!(s["pending_billing_cycle"], "annual");
+    let end = at(&s["current_period_end"]);
+    assert_eq!(
+        end,
+        trial_end
+            .checked_add_months(chrono::Months::new(1))
+            .unwrap()
+    );
+    // The renewal is the first annual one, at scale's price.
+    o.day(end - Duration::days(7)).await;
+    let renewal = o.subscription().await["open_invoice"].clone();
+    assert_eq!(renewal["billing_cycle"], "annual");
+    assert_eq!(renewal["amount_cents"], 399_000);
+    assert_eq!(
+        at(&renewal["period_end"]),
+        end.checked_add_months(chrono::Months::new(12)).unwrap()
+    );
+}
+
+/// An upgrade while an earlier upgrade's difference is unpaid adds its own difference: the
+/// two add up to the dearest plan's price.
+#[tokio::test]
+async fn upgrades_while_past_due_still_bill_their_difference() {
+    let o = org_on("starter").await;
+    let trial_end = at(&o.subscription().await["trial_ends_at"]);
+    o.day(trial_end).await;
+    let first = o.subscription().await["open_invoice"].clone();
+    o.pix_paid(first["txid"].as_str().unwrap(), 4_900, PIX_SECRET)
+        .await
+        .expect(200);
+    let s = o.subscription().await;
+    let (start, end) = (at(&s["current_period_start"]), at(&s["current_period_end"]));
+    let growth = o.change(json!({"plan_code": "growth"})).await.body["open_invoice"].clone();
+    o.day(o.app.clock_now() + Duration::days(4)).await;
+    assert_eq!(o.subscription().await["status"], "past_due");
+    let r = o.change(json!({"plan_code": "scale"})).await;
+    r.expect(200);
+    let (whole, left) = (
+        (end - start).num_seconds(),
+        (end - o.app.clock_now()).num_seconds(),
+    );
+    let owed: Vec<i64> = o
+        .invoices()
+        .await
+        .iter()
+        .filter(|i| i["status"] == "open")
+        .map(|i| i["amount_cents"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        owed,
+        [
+            ((39_900 - 14_900) * left + whole - 1) / whole,
+            growth["amount_cents"].as_i64().unwrap()
+        ],
+        "newest first"
+    );
+}
+
+/// A reactivation invoice paid long after it was issued buys a period from the payment.
+/// Paid ahead, a cancellation takes effect at the end of what was paid for.
+#[tokio::test]
+async fn a_late_reactivation_starts_when_paid_and_a_paid_period_is_served() {
+    let o = org_on("starter").await;
+    let trial_end = at(&o.subscription().await["trial_ends_at"]);
+    o.act("cancel").await.expect(200);
+    o.day(trial_end).await;
+    assert_eq!(o.subscription().await["status"], "canceled");
+    let inv = o.act("resume").await.body["open_invoice"].clone();
+    o.day(trial_end + Duration::days(90)).await;
+    o.pix_paid(inv["txid"].as_str().unwrap(), 4_900, PIX_SECRET)
+        .await
+        .expect(200);
+    let s = o.subscription().await;
+    assert_eq!(s["status"], "active");
+    let start = at(&s["current_period_start"]);
+    assert_eq!(start, o.app.clock_now());
+    let end = at(&s["current_period_end"]);
+    // Pay the next period ahead, then cancel: the paid period is still served.
+    let next = o.act("pay").await.body.clone();
+    assert_eq!(at(&next["period_start"]), end);
+    o.pix_paid(next["txid"].as_str().unwrap(), 4_900, PIX_SECRET)
+        .await
+        .expect(200);
+    o.act("cancel").await.expect(200);
+    o.day(end).await;
+    let s = o.subscription().await;
+    assert_eq!(s["status"], "active");
+    assert_eq!(at(&s["current_period_start"]), end);
+    assert_eq!(s["cancel_at_period_end"], true);
+    let last = at(&s["current_period_end"]);
+    o.day(last).await;
+    assert_eq!(o.subscription().await["status"], "canceled");
 }

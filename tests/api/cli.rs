@@ -706,7 +706,7 @@ fn a_bad_plans_file_stops_the_server_naming_the_line() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
-        err.contains("plans.toml") && err.contains("line 2") && err.contains("never negative"),
+        err.contains("plans.toml") && err.contains("line 2") && err.contains("at least 1"),
         "{err}"
     );
 }
