@@ -5,6 +5,7 @@ mod assistant;
 mod at_rest;
 mod attachments;
 mod billing;
+mod billing_limits;
 mod catalog;
 mod cli;
 mod conventions;
