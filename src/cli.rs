@@ -373,10 +373,11 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_PLANS_FILE")]
     pub plans_file: Option<std::path::PathBuf>,
 
-    /// Messages each store may send the assistant per calendar month (UTC), until plans set it.
-    #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_MONTHLY_CAP",
-          default_value_t = defaults::ASSISTANT_MONTHLY_CAP)]
-    pub assistant_monthly_cap: u32,
+    /// A ceiling on the messages each store may send the assistant per calendar month (UTC):
+    /// a store gets its plan's `assistant_messages_per_store_per_month`, at most this. Unset:
+    /// the plan's.
+    #[arg(long, env = "MERCHANT_ADMIN_ASSISTANT_MONTHLY_CAP")]
+    pub assistant_monthly_cap: Option<u32>,
 
     /// When unversioned paths were deprecated (RFC 3339); sent as the `Deprecation` header.
     #[arg(

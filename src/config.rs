@@ -39,9 +39,8 @@ pub mod defaults {
     pub const WEBHOOK_RETRY_BASE_SECS: u32 = 10;
     pub const WEBHOOK_CONCURRENCY: u16 = 64;
     pub const WEBHOOK_ENDPOINT_CONCURRENCY: u16 = 8;
-    /// When unversioned paths were deprecated (RFC 3339).
-    pub const ASSISTANT_MONTHLY_CAP: u32 = 500;
     pub const BILLING_GRACE_DAYS: u32 = 7;
+    /// When unversioned paths were deprecated (RFC 3339).
     pub const DEPRECATION_DATE: &str = "2026-09-29T00:00:00Z";
 }
 
@@ -122,8 +121,9 @@ pub struct Config {
     /// The assistant's language model (`--assistant-provider`); None: the assistant is
     /// unavailable (503).
     pub assistant: Option<crate::assistant::provider::ModelConfig>,
-    /// Messages each store may send the assistant per calendar month.
-    pub assistant_monthly_cap: u32,
+    /// The operator's ceiling on the messages a store may send the assistant per calendar
+    /// month: each store gets its plan's allowance, at most this (none: the plan's).
+    pub assistant_monthly_cap: Option<u32>,
     /// The plans on sale (`--plans-file`, else the built-in catalog).
     pub plans: std::sync::Arc<crate::billing::plans::Catalog>,
     /// Who invoices are paid to, how payments are confirmed, and the grace days.
@@ -273,7 +273,7 @@ impl Config {
             ws_recheck_poll: Duration::from_millis(250),
             smtp: None,
             assistant: None,
-            assistant_monthly_cap: d::ASSISTANT_MONTHLY_CAP,
+            assistant_monthly_cap: None,
             plans: std::sync::Arc::default(),
             billing: BillingConfig::default(),
         }

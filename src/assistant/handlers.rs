@@ -86,10 +86,14 @@ async fn conversation_scope(
 /// for the tools it runs, `proposal` ({proposal_id, tool, arguments, summary, risk,
 /// expires_at}) for each write it proposes (nothing is written until approved), `stopped`
 /// when stopped, `error` ({code, message}) when the model fails (what it said is kept), and
-/// `done` last. Each message counts against the store's monthly cap.
+/// `done` last. Each message counts against the store's monthly cap: its plan's
+/// `assistant_messages_per_store_per_month`, at most the operator's `--assistant-monthly-cap`
+/// (429 `assistant_cap_reached` past it). While the organization's subscription is suspended
+/// or canceled the assistant answers 402 `subscription_inactive` (`details {status}`).
 #[utoipa::path(post, path = "/stores/{store_id}/assistant/chat", tag = "assistant",
     security(("bearer" = [])), params(("store_id" = StoreId, Path)), request_body = ChatIn,
     responses((status = 200, content_type = "text/event-stream", description = "The turn, as server-sent events."),
+              (status = 402, body = ErrorBody, description = "subscription_inactive"),
               (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "assistant_busy"),
               (status = 422, body = ErrorBody), (status = 429, body = ErrorBody, description = "assistant_cap_reached"),
               (status = 503, body = ErrorBody, description = "assistant_unavailable")))]
@@ -119,10 +123,11 @@ pub async fn chat(
         None => (AssistantConversationId::new(), true),
     };
     let guard = st.assistant.begin(id)?;
-    let cap = i64::from(st.cfg.assistant_monthly_cap);
+    let cfg = st.cfg.clone();
     st.db
         .write(move |tx| {
-            if !store::take_one(tx, store_id, cap, now)? {
+            let limits = (&*cfg.plans, cfg.assistant_monthly_cap);
+            if let store::Slot::Full { cap } = store::take_message(tx, limits, store_id, now)? {
                 let (_, _, end) = store::period(now);
                 return Err(AppError::new(
                     ErrorCode::AssistantCapReached,
@@ -472,10 +477,13 @@ async fn decide_in(
 /// `money` and `external` ones need `confirmed=true` (428 `confirmation_required`, it stays
 /// pending). Streams the follow-up turn; the first event after `conversation` is a
 /// `tool_result` ({proposal_id, tool, applied, action_id?, undoable?, result | error}).
+/// Nothing is decided while the organization's subscription is suspended or canceled (402
+/// `subscription_inactive`).
 #[utoipa::path(post, path = "/stores/{store_id}/assistant/proposals/{proposal_id}/approve",
     tag = "assistant", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("proposal_id" = ProposalId, Path), ApproveQuery),
     responses((status = 200, content_type = "text/event-stream"),
+              (status = 402, body = ErrorBody, description = "subscription_inactive"),
               (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, body = ErrorBody), (status = 428, body = ErrorBody),
               (status = 503, body = ErrorBody)))]
@@ -490,11 +498,12 @@ pub async fn approve(
 }
 
 /// Declines a proposal: nothing is applied, the assistant is told, and its follow-up turn
-/// is streamed.
+/// is streamed (402 `subscription_inactive` while the subscription is suspended or canceled).
 #[utoipa::path(post, path = "/stores/{store_id}/assistant/proposals/{proposal_id}/decline",
     tag = "assistant", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("proposal_id" = ProposalId, Path)),
     responses((status = 200, content_type = "text/event-stream"),
+              (status = 402, body = ErrorBody, description = "subscription_inactive"),
               (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub async fn decline(
@@ -525,6 +534,7 @@ async fn proposal_scope(
 #[utoipa::path(post, path = "/assistant/proposals/{proposal_id}/approve", tag = "assistant",
     security(("bearer" = [])), params(("proposal_id" = ProposalId, Path), ApproveQuery),
     responses((status = 200, content_type = "text/event-stream"),
+              (status = 402, body = ErrorBody, description = "subscription_inactive"),
               (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, body = ErrorBody), (status = 428, body = ErrorBody),
               (status = 503, body = ErrorBody)))]
@@ -544,6 +554,7 @@ pub async fn approve_unscoped(
 #[utoipa::path(post, path = "/assistant/proposals/{proposal_id}/decline", tag = "assistant",
     security(("bearer" = [])), params(("proposal_id" = ProposalId, Path)),
     responses((status = 200, content_type = "text/event-stream"),
+              (status = 402, body = ErrorBody, description = "subscription_inactive"),
               (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub async fn decline_unscoped(
@@ -654,7 +665,8 @@ pub async fn undo_action(
         .ok_or_else(|| AppError::not_found("assistant action"))
 }
 
-/// The store's use of the assistant this calendar month (UTC), and its cap.
+/// The store's use of the assistant this calendar month (UTC), and its cap (the plan's, at
+/// most the operator's `--assistant-monthly-cap`).
 #[utoipa::path(get, path = "/stores/{store_id}/assistant/usage", tag = "assistant",
     security(("bearer" = [])), params(("store_id" = StoreId, Path)),
     responses((status = 200, body = UsageOut)))]
@@ -663,12 +675,23 @@ pub async fn usage(
     scope: StoreScope,
 ) -> Result<Json<UsageOut>, AppError> {
     scope.require(Permission::AssistantUse)?;
-    let (store_id, now) = (scope.store_id, st.clock.now());
-    let used = st.db.read(move |c| store::used(c, store_id, now)).await?;
+    let (store_id, now, cfg) = (scope.store_id, st.clock.now(), st.cfg.clone());
+    let (used, terms) = st
+        .db
+        .read(move |c| {
+            let terms = crate::billing::limits::assistant_terms(
+                c,
+                &cfg.plans,
+                cfg.assistant_monthly_cap,
+                store_id,
+            )?;
+            Ok((store::used(c, store_id, now)?, terms))
+        })
+        .await?;
     let (_, start, end) = store::period(now);
     Ok(Json(UsageOut {
         used,
-        cap: i64::from(st.cfg.assistant_monthly_cap),
+        cap: terms.cap,
         period_start: crate::time::format(start),
         period_end: crate::time::format(end),
     }))

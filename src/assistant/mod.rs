@@ -11,6 +11,9 @@
 //!   route's; it is recorded as an action, undoable where the write can be taken back.
 //! - A proposal is decided once: approvals and declines race through one conditional update.
 //! - Conversations, proposals and actions are their user's alone (404 for anyone else).
+//! - Every message (a chat, a decision's follow-up, a phone's) counts against the store's
+//!   monthly cap, the plan's under the operator's ceiling, in the transaction that reads the
+//!   subscription: none is taken while it is suspended or canceled (402).
 //! - One turn runs per conversation (409 `assistant_busy`); a stopped or failed turn keeps
 //!   what was said.
 

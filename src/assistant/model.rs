@@ -151,6 +151,7 @@ pub struct ActionOut {
 pub struct UsageOut {
     /// Messages sent to the assistant this period.
     pub used: i64,
+    /// The plan's `assistant_messages_per_store_per_month`, at most the operator's ceiling.
     pub cap: i64,
     pub period_start: String,
     pub period_end: String,

@@ -386,6 +386,11 @@ pub async fn run_phone_turn(st: &AppState, job: PhoneTurn) -> anyhow::Result<()>
 async fn answer_phone(st: &AppState, job: PhoneTurn) -> anyhow::Result<()> {
     let reply = match phone_turn(st, &job).await {
         Ok(r) => r,
+        // Said plainly: the phone's owner cannot act on an error code.
+        Err(e) if e.code == ErrorCode::SubscriptionInactive => format!(
+            "The assistant is paused: {}. An owner can renew it in the back office.",
+            e.message
+        ),
         Err(e) => format!("That could not be done: {}", e.message),
     };
     if reply.trim().is_empty() {
@@ -484,10 +489,12 @@ async fn phone_turn(st: &AppState, job: &PhoneTurn) -> Result<String, AppError> 
         .await;
     } else {
         let guard = st.assistant.begin(conversation)?;
-        let (cap, text) = (i64::from(st.cfg.assistant_monthly_cap), job.text.clone());
+        let (cfg, text) = (st.cfg.clone(), job.text.clone());
         st.db
             .write(move |tx| {
-                if !super::store::take_one(tx, store, cap, now)? {
+                let limits = (&*cfg.plans, cfg.assistant_monthly_cap);
+                let slot = super::store::take_message(tx, limits, store, now)?;
+                if slot != super::store::Slot::Taken {
                     return Err(AppError::new(
                         ErrorCode::AssistantCapReached,
                         "this store has used this month's assistant messages",

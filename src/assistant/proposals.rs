@@ -26,8 +26,9 @@ pub enum Decision {
 
 /// A decided proposal: what the follow-up turn needs.
 pub struct Decided {
-    /// None when the store's monthly cap is reached: the decision stands, the model is not
-    /// asked (`first` ends with the `error` saying so).
+    /// None when the store's monthly cap is reached (or the subscription was suspended
+    /// meanwhile): the decision stands, the model is not asked (`first` ends with the
+    /// `error` saying so).
     pub model: Option<ModelConfig>,
     pub guard: TurnGuard,
     pub conversation: AssistantConversationId,
@@ -61,6 +62,20 @@ pub async fn decide(
         .ok_or_else(no_proposal)?;
     let model = turn::model(st)?;
     let tool = tools::find(&p.tool).ok_or_else(no_proposal)?;
+    // The follow-up is a turn of the assistant, which answers nothing while the subscription
+    // is suspended or canceled: 402 before anything is decided.
+    let cfg = st.cfg.clone();
+    st.db
+        .read(move |c| {
+            crate::billing::limits::assistant_terms(
+                c,
+                &cfg.plans,
+                cfg.assistant_monthly_cap,
+                store_id,
+            )?
+            .active_cap()
+        })
+        .await?;
     if let Decision::Approve { confirmed } = decision {
         // The permission the write needs is the approver's now, not when it was proposed.
         if !caller.permissions.contains(tool.permission) {
@@ -202,10 +217,11 @@ pub async fn decide(
             }
         }
     };
-    let (conversation, now) = (p.conversation_id, st.clock.now());
-    let cap = i64::from(st.cfg.assistant_monthly_cap);
-    // The follow-up turn asks the model again: it counts against the cap like a message.
-    let counted = st
+    let (conversation, now, cfg) = (p.conversation_id, st.clock.now(), st.cfg.clone());
+    // The follow-up turn asks the model again: it counts against the cap like a message. The
+    // decision stands whatever the count finds (a subscription suspended since the check
+    // above included).
+    let refused = st
         .db
         .write(move |tx| {
             store::append(
@@ -214,14 +230,23 @@ pub async fn decide(
                 &NewMessage::text(Role::Decision, &note),
                 now,
             )?;
-            store::take_one(tx, store_id, cap, now)
+            let limits = (&*cfg.plans, cfg.assistant_monthly_cap);
+            Ok(match store::take_message(tx, limits, store_id, now) {
+                Ok(store::Slot::Taken) => None,
+                Ok(store::Slot::Full { .. }) => Some((
+                    ErrorCode::AssistantCapReached,
+                    "the store has used this month's assistant messages".to_owned(),
+                )),
+                Err(e) if e.code == ErrorCode::SubscriptionInactive => Some((e.code, e.message)),
+                Err(e) => return Err(e),
+            })
         })
         .await?;
-    if !counted {
+    let counted = refused.is_none();
+    if let Some((code, why)) = refused {
         first.push((
             "error",
-            json!({"code": ErrorCode::AssistantCapReached,
-                   "message": "the decision stands; the store has used this month's assistant messages"}),
+            json!({"code": code, "message": format!("the decision stands; {why}")}),
         ));
     }
     Ok(Decided {

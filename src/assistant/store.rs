@@ -668,8 +668,37 @@ pub fn used(c: &Connection, store: StoreId, now: DateTime<Utc>) -> Result<i64, A
     .query_row(params![store, period(now).0], |r| r.get(0))?)
 }
 
+/// What counting a message against the store's monthly cap found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Taken,
+    /// The cap is reached: nothing was counted.
+    Full {
+        cap: i64,
+    },
+}
+
+/// Counts one message against the store's monthly cap, in the caller's transaction. The cap
+/// is the plan's (`billing::limits::assistant_terms`; `ceiling` is the operator's
+/// `--assistant-monthly-cap`), read by key in the transaction that bumps the usage row; 402
+/// `subscription_inactive` before anything is counted while the organization's subscription
+/// is suspended or canceled.
+pub fn take_message(
+    tx: &Transaction<'_>,
+    (plans, ceiling): (&crate::billing::plans::Catalog, Option<u32>),
+    store: StoreId,
+    now: DateTime<Utc>,
+) -> Result<Slot, AppError> {
+    let cap = crate::billing::limits::assistant_terms(tx, plans, ceiling, store)?.active_cap()?;
+    Ok(if take_one(tx, store, cap, now)? {
+        Slot::Taken
+    } else {
+        Slot::Full { cap }
+    })
+}
+
 /// Counts one message against the cap; false (nothing counted) when the cap is reached.
-pub fn take_one(
+fn take_one(
     tx: &Transaction<'_>,
     store: StoreId,
     cap: i64,

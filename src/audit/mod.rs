@@ -3,7 +3,8 @@
 //! a store API token was used, and the request's trace id. `GET /stores/{id}/audit-log`
 //! (audit.read) reads it, newest first. `via` names the path a write came through when it
 //! was not an ordinary request: `assistant` for a write the assistant proposed and the named
-//! user approved (issue 16).
+//! user approved (issue 16). `details` says more where an action needs it
+//! (`billing.limit_exceeded`: the limit, its max and the count that passed it).
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
@@ -151,11 +152,40 @@ pub fn record(
     resource_id: &str,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
+    insert(tx, actor, (action, resource_type, resource_id), None, now)
+}
+
+/// [`record`] with what the entry is about beyond its resource (a limit passed, its count).
+pub fn record_with_details(
+    tx: &Transaction<'_>,
+    actor: &Actor,
+    action: &str,
+    resource_type: &str,
+    resource_id: &str,
+    details: &serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    insert(
+        tx,
+        actor,
+        (action, resource_type, resource_id),
+        Some(&details.to_string()),
+        now,
+    )
+}
+
+fn insert(
+    tx: &Transaction<'_>,
+    actor: &Actor,
+    (action, resource_type, resource_id): (&str, &str, &str),
+    details: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "INSERT INTO audit_log (id, store_id, tenant_id, actor_user_id, token_name, action,
-                                resource_type, resource_id, trace_id, created_at, via)
-         VALUES (?1, ?2, ?10, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?11)",
+                                resource_type, resource_id, trace_id, created_at, via, details)
+         VALUES (?1, ?2, ?10, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?11, ?12)",
         params![
             uuid::Uuid::now_v7().to_string(),
             actor.store_id,
@@ -167,7 +197,8 @@ pub fn record(
             actor.trace_id,
             time::format(now),
             actor.tenant_id,
-            actor.via
+            actor.via,
+            details
         ],
     )?;
     actor.on_record.run(tx)?;
@@ -189,6 +220,10 @@ pub struct AuditEntryOut {
     /// Null for an ordinary request; `assistant` when the assistant proposed the write and
     /// `actor_user_id` approved it.
     pub via: Option<String>,
+    /// What the entry is about beyond its resource, for the few that say more (null
+    /// otherwise): `billing.limit_exceeded` has `{limit, max, used}`.
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<serde_json::Value>,
 }
 
 fn row(r: &Row<'_>) -> rusqlite::Result<AuditEntryOut> {
@@ -202,6 +237,10 @@ fn row(r: &Row<'_>) -> rusqlite::Result<AuditEntryOut> {
         trace_id: r.get(6)?,
         created_at: r.get(7)?,
         via: r.get(8)?,
+        details: match r.get_ref(9)? {
+            rusqlite::types::ValueRef::Null => None,
+            _ => Some(crate::db::json_column(r, 9)?),
+        },
     })
 }
 
@@ -217,7 +256,7 @@ fn list(
     });
     let mut stmt = c.prepare_cached(&format!(
         "SELECT id, actor_user_id, token_name, action, resource_type, resource_id, trace_id,
-                created_at, via
+                created_at, via, details
          FROM audit_log WHERE store_id = ?1 AND (created_at, id) < (?2, ?3)
          ORDER BY created_at DESC, id DESC LIMIT {limit} OFFSET ?4"
     ))?;

@@ -1,5 +1,5 @@
 //! Billing (issue 17; spec 2.12, 3 "Subscription", 4.4, 7, 8): the plan catalog, the
-//! organizations' subscriptions and their invoices, paid by Pix.
+//! organizations' subscriptions and their invoices, paid by Pix, and the plan's limits.
 //!
 //! Invariants:
 //! - Prices are BRL cents; every plan has every module and differs only in its limits.
@@ -11,9 +11,12 @@
 //!   changes), each move saved with its audit entry and `subscription.updated` event.
 //! - An invoice is paid at most once: a payment of a paid invoice changes nothing.
 //! - Store API tokens never reach billing (403, spec 5 rule 2).
+//! - A limit is checked in the transaction that adds what it counts (`limits`); an order
+//!   the storefront takes is never refused for one.
 
 pub mod invoices;
 pub mod lifecycle;
+pub mod limits;
 pub mod payments;
 pub mod pix;
 pub mod plans;

@@ -68,11 +68,15 @@ pub async fn list_products(
     Ok(Json(page))
 }
 
-/// Creates a product with its variants.
+/// Creates a product with its variants. The organization's plan limits its products (all its
+/// stores counted): one more past it is 402 `plan_limit_reached` (`details {limit:
+/// "products", max, used, plan}`), and nothing is added while its subscription is suspended
+/// or canceled (402 `subscription_inactive`, `details {status}`).
 #[utoipa::path(post, path = "/stores/{store_id}/products", tag = "catalog", security(("bearer" = [])),
     params(("store_id" = StoreId, Path)), request_body = ProductIn,
-    responses((status = 201, body = ProductOut), (status = 409, body = ErrorBody),
-              (status = 422, body = ErrorBody)))]
+    responses((status = 201, body = ProductOut),
+              (status = 402, body = ErrorBody, description = "plan_limit_reached or subscription_inactive"),
+              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create_product(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -86,9 +90,13 @@ pub async fn create_product(
     let (store, actor, now) = (scope.store_id, Actor::of(&scope), st.clock.now());
     let status = input.status.unwrap_or(ProductStatus::Active);
     let categories = input.category_ids.unwrap_or_default();
+    let plans = st.cfg.plans.clone();
     let product = st
         .db
         .write(move |tx| {
+            // In the transaction that adds it: two requests cannot both take the last place.
+            let products = crate::billing::limits::Limit::Products;
+            crate::billing::limits::allow_one_more(tx, &plans, actor.tenant_id, products, now)?;
             let id = ProductId::new();
             let slug = match slug {
                 Some(s) => s,

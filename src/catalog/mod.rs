@@ -6,6 +6,8 @@
 //!   the category itself or one of its descendants (422).
 //! - Every write records its event (`products.created|updated|deleted`) and audit entry in
 //!   the transaction of the change.
+//! - A new product is held to the organization's plan (`billing::limits`, 402) in the
+//!   transaction that adds it.
 //! - Lists are keyset-paged on (sort column, id) with an index per order.
 //! - A write the assistant also makes lives in [`writes`], which the handler calls: one path
 //!   for validation, events and audit, whoever asks.

@@ -14,7 +14,10 @@
 //!   until the provider answers for sure, and only a refusal releases it (see [`refunds`]).
 //! - Every change rewrites the order's stored `rendered` JSON (what reads serve), records its event
 //!   (`orders.*`) and audit entry, all in one transaction.
-//! - Changing an order and refunding it live in [`writes`], which the handlers and the
+//! - A new order is held to the plan's monthly orders in its transaction (402), except a
+//!   storefront's, which is never refused: counted, and the owners told
+//!   ([`writes::admit`]).
+//! - Creating and changing an order and refunding it live in [`writes`], which the handlers and the
 //!   assistant call alike: one path for validation, events and audit.
 
 pub mod handlers;

@@ -3,15 +3,21 @@
 //! Permission checks stay with the callers (the handler's `scope.require`, the assistant's
 //! at approval time).
 
-use super::model::{OrderOut, OrderPatch, OrderStatus, RefundIn, RefundOut};
+use chrono::{DateTime, Utc};
+use rusqlite::Transaction;
+
+use super::model::{OrderIn, OrderItem, OrderOut, OrderPatch, OrderStatus, RefundIn, RefundOut};
 use super::payments;
 use super::refunds;
 use super::store::{self, HeldRefund};
 use crate::audit::Actor;
+use crate::billing::limits;
+use crate::billing::plans::Catalog;
 use crate::error::{AppError, ErrorCode};
 use crate::events::Event;
 use crate::http::extract::text;
 use crate::ids::{OrderId, RefundId, StoreId};
+use crate::inventory::store::{self as stock, Change, insufficient};
 use crate::state::AppState;
 use crate::time;
 use crate::webhooks;
@@ -74,6 +80,214 @@ pub async fn update_order(
             Ok(o)
         })
         .await
+}
+
+/// Where a new order comes from: its `source`, and how the plan's monthly orders hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `POST .../orders`: priced from the variants.
+    Api,
+    /// `POST .../orders/manual`: lines may set their own prices; paid by hand.
+    Manual,
+    /// The storefront's checkout (issue 19, not built yet): a shopper is never turned away
+    /// for the merchant's plan. `orders.source` admits only `api` and `manual` until that
+    /// issue adds `storefront` to it.
+    Storefront,
+}
+
+impl Origin {
+    pub fn source(self) -> &'static str {
+        match self {
+            Self::Api => "api",
+            Self::Manual => "manual",
+            Self::Storefront => "storefront",
+        }
+    }
+}
+
+/// Holds a new order to the organization's plan, in the transaction that adds it: an API
+/// or manual order past this month's `orders_per_month` is 402 `plan_limit_reached`, and
+/// none is taken while the subscription is suspended or canceled (402
+/// `subscription_inactive`); a storefront order is never refused, only counted (the owners
+/// are told once a month, `billing.limit_exceeded`).
+pub fn admit(
+    tx: &Transaction<'_>,
+    plans: &Catalog,
+    actor: &Actor,
+    origin: Origin,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let orders = limits::Limit::OrdersThisMonth;
+    match origin {
+        Origin::Api | Origin::Manual => {
+            limits::allow_one_more(tx, plans, actor.tenant_id, orders, now)
+        }
+        Origin::Storefront => limits::count_one_more(tx, plans, actor, orders, now),
+    }
+}
+
+/// Creates an order in `actor`'s store, as `POST .../orders` and `.../orders/manual` do:
+/// the body's shape checked first (422), then, in one transaction, the plan's limit
+/// ([`admit`]), the lines priced from the variants (a manual order's may carry their own
+/// prices), stock reserved (409 `insufficient_stock` rolls everything back), the customer's
+/// counters, the event and the `order.created` audit entry.
+pub async fn create_order(
+    st: &AppState,
+    actor: &Actor,
+    input: OrderIn,
+    origin: Origin,
+) -> Result<OrderOut, AppError> {
+    check_new(&input, origin == Origin::Manual)?;
+    let store = actor
+        .store_id
+        .ok_or_else(|| AppError::internal(anyhow::anyhow!("an order needs a store")))?;
+    let note = note(input.note.as_deref())?.unwrap_or_default();
+    let (actor, now, plans) = (actor.clone(), st.clock.now(), st.cfg.plans.clone());
+    st.db
+        .write(move |tx| {
+            admit(tx, &plans, &actor, origin, now)?;
+            insert_order(tx, &actor, store, &input, note, origin, now)
+        })
+        .await
+}
+
+/// The new order's rows, in the caller's transaction.
+fn insert_order(
+    tx: &Transaction<'_>,
+    actor: &Actor,
+    store: StoreId,
+    input: &OrderIn,
+    note: String,
+    origin: Origin,
+    now: DateTime<Utc>,
+) -> Result<OrderOut, AppError> {
+    if !crate::customers::store::exists(tx, store, input.customer_id)? {
+        return Err(AppError::field(
+            "customer_id",
+            "is not a customer of this store",
+        ));
+    }
+    let mut items = Vec::with_capacity(input.items.len());
+    for (i, line) in input.items.iter().enumerate() {
+        let Some(v) = store::sellable(tx, store, line.variant_id)? else {
+            return Err(AppError::field(
+                format!("items[{i}].variant_id"),
+                "is not a variant of this store",
+            ));
+        };
+        match stock::change(tx, store, line.variant_id, 0, line.quantity, now)? {
+            Change::Done(_) => {}
+            Change::Short(level) => return Err(insufficient(&level, line.quantity)),
+            Change::Missing => {
+                return Err(AppError::internal(anyhow::anyhow!(
+                    "variant {} vanished inside its transaction",
+                    line.variant_id
+                )));
+            }
+        }
+        let unit = line.unit_price_cents.unwrap_or(v.price_cents);
+        let total = unit
+            .checked_mul(line.quantity)
+            .filter(|t| *t <= MAX_CENTS)
+            .ok_or_else(|| AppError::field(format!("items[{i}]"), "the line total is too large"))?;
+        items.push(OrderItem {
+            variant_id: line.variant_id,
+            product_id: v.product_id,
+            title: v.product_title,
+            variant_title: v.variant_title,
+            sku: v.sku,
+            quantity: line.quantity,
+            unit_price_cents: unit,
+            total_cents: total,
+        });
+    }
+    let subtotal: i64 = items.iter().map(|i| i.total_cents).sum();
+    let shipping = input.shipping_cents.unwrap_or(0);
+    let discount = input.discount_cents.unwrap_or(0);
+    if subtotal > MAX_CENTS {
+        return Err(AppError::field("items", "the order total is too large"));
+    }
+    if discount > subtotal + shipping {
+        return Err(AppError::field(
+            "discount_cents",
+            "must not exceed the subtotal plus shipping",
+        ));
+    }
+    let status = OrderStatus::Pending;
+    let at = time::format(now);
+    let o = OrderOut {
+        id: OrderId::new(),
+        store_id: store,
+        number: store::next_number(tx, store)?,
+        customer_id: Some(input.customer_id),
+        source: origin.source().into(),
+        items,
+        subtotal_cents: subtotal,
+        shipping_cents: shipping,
+        discount_cents: discount,
+        total_cents: subtotal + shipping - discount,
+        refunded_cents: 0,
+        currency: store::currency(tx, store)?,
+        status,
+        allowed_status_transitions: status.allowed_next().to_vec(),
+        payments: Vec::new(),
+        note,
+        created_at: at.clone(),
+        updated_at: at,
+    };
+    store::insert(tx, &o)?;
+    store::bump_customer(tx, store, o.customer_id, 1, 0)?;
+    webhooks::publish_change(
+        tx,
+        actor,
+        &webhooks::Change {
+            event: Event::OrdersCreated,
+            data: &o,
+            action: "order.created",
+            resource_id: &o.id.to_string(),
+        },
+        now,
+    )?;
+    Ok(o)
+}
+
+/// Checks a create body's shape before the transaction: lines, amounts, note.
+fn check_new(input: &OrderIn, manual: bool) -> Result<(), AppError> {
+    if input.items.is_empty() || input.items.len() > 100 {
+        return Err(AppError::field("items", "an order has 1 to 100 items"));
+    }
+    for (i, item) in input.items.iter().enumerate() {
+        if !(1..=10_000).contains(&item.quantity) {
+            return Err(AppError::field(
+                format!("items[{i}].quantity"),
+                "must be 1 to 10000",
+            ));
+        }
+        if input.items[..i]
+            .iter()
+            .any(|o| o.variant_id == item.variant_id)
+        {
+            return Err(AppError::field(
+                format!("items[{i}].variant_id"),
+                "appears twice; send one item with the total quantity",
+            ));
+        }
+        match item.unit_price_cents {
+            Some(_) if !manual => {
+                return Err(AppError::field(
+                    format!("items[{i}].unit_price_cents"),
+                    "only manual orders (POST .../orders/manual) set their own prices",
+                ));
+            }
+            Some(p) => {
+                cents(&format!("items[{i}].unit_price_cents"), Some(p))?;
+            }
+            None => {}
+        }
+    }
+    cents("shipping_cents", input.shipping_cents)?;
+    cents("discount_cents", input.discount_cents)?;
+    Ok(())
 }
 
 /// 409 `invalid_status_transition`, with what is allowed.
@@ -293,4 +507,170 @@ pub(super) fn cents(field: &str, v: Option<i64>) -> Result<i64, AppError> {
 /// An order's note: trimmed, at most 5,000 characters.
 pub(super) fn note(v: Option<&str>) -> Result<Option<String>, AppError> {
     v.map(|n| text("note", n, 0, 5000)).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    //! The storefront's path through [`admit`], which no route takes yet (issue 19 builds
+    //! the checkout): over a real database with every migration applied.
+
+    use rusqlite::{Connection, params};
+    use serde_json::json;
+
+    use super::{Origin, admit};
+    use crate::audit::{Actor, OnRecord};
+    use crate::billing::plans::{Catalog, Limits, Plan};
+    use crate::error::ErrorCode;
+    use crate::ids::{StoreId, TenantId, UserId};
+    use crate::time;
+
+    fn catalog() -> Catalog {
+        let limits = Limits {
+            stores: 1,
+            members_per_store: 1,
+            products: 1,
+            orders_per_month: 2,
+            assistant_messages_per_store_per_month: 1,
+        };
+        Catalog {
+            plans: vec![Plan {
+                code: "tiny".into(),
+                name: "Tiny".into(),
+                description: String::new(),
+                currency: "BRL".into(),
+                monthly_price_cents: 100,
+                annual_price_cents: 1000,
+                limits,
+            }],
+            default_code: "tiny".into(),
+        }
+    }
+
+    /// An order row as any origin leaves it, created at `at`.
+    fn order(c: &Connection, store: StoreId, number: i64, at: chrono::DateTime<chrono::Utc>) {
+        c.execute(
+            "INSERT INTO orders (id, store_id, number, source, items, subtotal_cents,
+                 shipping_cents, discount_cents, total_cents, currency, status, created_at,
+                 updated_at, rendered)
+             VALUES (?1, ?2, ?3, 'api', '[]', 0, 0, 0, 0, 'BRL', 'pending', ?4, ?4, '{}')",
+            params![
+                uuid::Uuid::now_v7().to_string(),
+                store,
+                number,
+                time::format(at)
+            ],
+        )
+        .unwrap();
+    }
+
+    /// The `billing.limit_exceeded` entries' details, oldest first.
+    fn told(c: &Connection) -> Vec<serde_json::Value> {
+        let mut s = c
+            .prepare(
+                "SELECT details FROM audit_log WHERE action = 'billing.limit_exceeded'
+                 ORDER BY created_at",
+            )
+            .unwrap();
+        s.query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(|d| serde_json::from_str(&d.unwrap()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_storefront_order_is_never_refused_and_the_owners_are_told_once_a_month() {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::db::migrate::run(&mut c).unwrap();
+        let plans = catalog();
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-02T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let (tenant, store) = (TenantId::new(), StoreId::new());
+        let at = time::format(now);
+        c.execute(
+            "INSERT INTO tenants (id, name, slug, created_at, updated_at) VALUES (?1, 'O', 'o', ?2, ?2)",
+            params![tenant, at],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO stores (id, tenant_id, name, slug, created_at, updated_at)
+             VALUES (?1, ?2, 'S', 's', ?3, ?3)",
+            params![store, tenant, at],
+        )
+        .unwrap();
+        let tx = c.transaction().unwrap();
+        crate::billing::subscriptions::start_trial(&tx, tenant, Some("tiny"), now).unwrap();
+        tx.commit().unwrap();
+        let actor = Actor {
+            store_id: Some(store),
+            tenant_id: tenant,
+            user_id: UserId::new(),
+            token_name: None,
+            trace_id: "test".into(),
+            via: None,
+            on_record: OnRecord::default(),
+        };
+        let admit_at = |c: &mut Connection, origin, when| {
+            let tx = c.transaction().unwrap();
+            let r = admit(&tx, &plans, &actor, origin, when);
+            tx.commit().unwrap();
+            r
+        };
+
+        // At the limit (two this month; last month's do not count), API and manual orders
+        // are refused with what was reached.
+        order(&c, store, 1000, now - chrono::Duration::days(5));
+        order(&c, store, 1001, now);
+        assert!(
+            admit_at(&mut c, Origin::Api, now).is_ok(),
+            "one of two used"
+        );
+        order(&c, store, 1002, now);
+        for origin in [Origin::Api, Origin::Manual] {
+            let e = admit_at(&mut c, origin, now).unwrap_err();
+            assert_eq!(e.code, ErrorCode::PlanLimitReached);
+            assert_eq!(
+                e.details,
+                Some(json!({"limit": "orders_per_month", "max": 2, "used": 2, "plan": "tiny"}))
+            );
+        }
+        assert!(told(&c).is_empty(), "a refusal tells no one");
+
+        // The storefront's passes, and the owners are told, once this month.
+        admit_at(&mut c, Origin::Storefront, now).unwrap();
+        order(&c, store, 1003, now);
+        assert_eq!(
+            told(&c),
+            [json!({"limit": "orders_per_month", "max": 2, "used": 3})]
+        );
+        let later = now + chrono::Duration::days(3);
+        admit_at(&mut c, Origin::Storefront, later).unwrap();
+        order(&c, store, 1004, later);
+        assert_eq!(told(&c).len(), 1, "once a month");
+
+        // A new month starts from nothing; past the limit again, they are told again.
+        let december = chrono::DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        for n in 0..2 {
+            admit_at(&mut c, Origin::Api, december).unwrap();
+            order(&c, store, 1005 + n, december);
+        }
+        admit_at(&mut c, Origin::Storefront, december).unwrap();
+        assert_eq!(
+            told(&c)[1],
+            json!({"limit": "orders_per_month", "max": 2, "used": 3})
+        );
+
+        // Not even a suspended subscription turns a shopper away; the API is refused.
+        c.execute(
+            "UPDATE subscriptions SET status = 'suspended' WHERE tenant_id = ?1",
+            [tenant],
+        )
+        .unwrap();
+        admit_at(&mut c, Origin::Storefront, december).unwrap();
+        let e = admit_at(&mut c, Origin::Api, december).unwrap_err();
+        assert_eq!(e.code, ErrorCode::SubscriptionInactive);
+        assert_eq!(e.details, Some(json!({"status": "suspended"})));
+    }
 }

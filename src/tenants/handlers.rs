@@ -186,11 +186,11 @@ pub async fn create_store(
                 return Err(missing_permission(Permission::StoresCreate));
             }
             // 402 when the plan has no room or the subscription is inactive.
-            crate::billing::subscriptions::allow_one_more(
+            crate::billing::limits::allow_one_more(
                 tx,
                 &catalog,
                 tenant,
-                crate::billing::subscriptions::Limit::Stores,
+                crate::billing::limits::Limit::Stores,
                 now,
             )?;
             let created = store::create_store(tx, tenant, user, &name, now)?;

@@ -109,11 +109,11 @@ pub async fn create_invite(
             .write(move |tx| {
                 // 402 when the plan has no room for another member, or is inactive.
                 let tenant = crate::orders::store::tenant_of(tx, store)?;
-                crate::billing::subscriptions::allow_one_more(
+                crate::billing::limits::allow_one_more(
                     tx,
                     &catalog,
                     tenant,
-                    crate::billing::subscriptions::Limit::MembersOf(store),
+                    crate::billing::limits::Limit::MembersOf(store),
                     now,
                 )?;
                 let id = uuid::Uuid::now_v7().to_string();

@@ -98,7 +98,10 @@ async fn without_a_model_the_assistant_is_unavailable() {
         .await;
     usage.expect(200);
     assert_eq!(usage.body["used"], 0, "a refused message is not counted");
-    assert_eq!(usage.body["cap"], 500);
+    assert_eq!(
+        usage.body["cap"], 1000,
+        "the trial plan's (growth) allowance"
+    );
 }
 
 /// A whole turn: a read tool runs at once, a write tool becomes a proposal that changes
@@ -421,11 +424,16 @@ async fn a_model_failure_ends_the_stream_with_an_error_and_keeps_what_was_said()
 async fn the_monthly_cap_refuses_past_it_and_renews_with_the_month() {
     let model = FakeModel::start().await;
     let base = model.base.clone();
+    // The cap is the plan's: every plan of this catalog allows two messages a month.
+    let mut plans = merchant_admin::billing::plans::Catalog::default();
+    for p in &mut plans.plans {
+        p.limits.assistant_messages_per_store_per_month = 2;
+    }
     let app = spawn_app_with(move |c| {
         c.assistant = Some(merchant_admin::assistant::provider::ModelConfig::new(
             &base, "m",
         ));
-        c.assistant_monthly_cap = 2;
+        c.plans = Arc::new(plans);
     })
     .await;
     let shop = Shop::open(app, 1).await;

@@ -6,6 +6,7 @@ mod at_rest;
 mod attachments;
 mod billing;
 mod billing_lifecycle;
+mod billing_limits;
 mod catalog;
 mod cli;
 mod conventions;

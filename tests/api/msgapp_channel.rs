@@ -992,3 +992,67 @@ async fn a_verified_phone_talks_to_the_assistant_and_approves_with_a_yes() {
         "one turn per message, the repeat ran none"
     );
 }
+
+/// While the organization's subscription is suspended, a verified phone's message gets a
+/// short text saying the assistant is paused (issue 17): no turn, nothing counted.
+#[tokio::test]
+async fn a_phone_hears_the_assistant_is_paused_while_the_subscription_is_suspended() {
+    use crate::support::model::FakeModel;
+    let model = FakeModel::start().await;
+    let (fake, addr) = crate::support::msgapp::start_fake().await;
+    let base = model.base.clone();
+    let app = crate::support::spawn_app_with(move |c| {
+        c.msgapp = crate::support::msgapp::cloud_config(addr);
+        c.assistant = Some(merchant_admin::assistant::provider::ModelConfig::new(
+            &base, "m",
+        ));
+    })
+    .await;
+    let c = channel(&app, "owner@example.com", APP_SECRET).await;
+    let phones = format!("{}/assistant/phones", c.p);
+    app.call(
+        post(),
+        &phones,
+        &c.owner,
+        Some(json!({"phone_e164": PHONE})),
+    )
+    .await
+    .expect(200);
+    let code = fake.last_code();
+    app.call(
+        post(),
+        &format!("{phones}/verify"),
+        &c.owner,
+        Some(json!({"code": code})),
+    )
+    .await
+    .expect(200);
+    let store = c.store_id.clone();
+    app.state
+        .db
+        .write(move |tx| {
+            tx.execute(
+                "UPDATE subscriptions SET status = 'suspended'
+                 WHERE tenant_id = (SELECT tenant_id FROM stores WHERE id = ?1)",
+                [store],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let sent_before = fake.count();
+    deliver(&app, &c, &text_from(WA_ID, "wamid.P1", at(&app), "hello")).await;
+    crate::support::wait_until("the paused reply", || async { fake.count() > sent_before }).await;
+    let reply = fake.received.lock().unwrap().last().unwrap().2.clone();
+    assert_eq!(reply["to"], WA_ID);
+    assert_eq!(
+        reply["text"]["body"],
+        "The assistant is paused: the organization's subscription is suspended. \
+         An owner can renew it in the back office."
+    );
+    assert!(model.requests().is_empty(), "the model is not asked");
+    let usage = app
+        .get_as(&format!("{}/assistant/usage", c.p), &c.owner)
+        .await;
+    assert_eq!(usage.body["used"], 0);
+}
