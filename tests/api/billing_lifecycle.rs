@@ -870,3 +870,42 @@ async fn a_late_reactivation_starts_when_paid_and_a_paid_period_is_served() {
     o.day(last).await;
     assert_eq!(o.subscription().await["status"], "canceled");
 }
+
+/// Paying while suspended brings the subscription back, and stores can be added again.
+/// A payment for an invoice voided since is refused (409) and changes nothing.
+#[tokio::test]
+async fn paying_while_suspended_reactivates_and_a_voided_invoice_is_refused() {
+    let o = org_on("growth").await;
+    let trial_end = at(&o.subscription().await["trial_ends_at"]);
+    o.day(trial_end).await;
+    o.day(trial_end + Duration::days(8)).await;
+    let s = o.subscription().await;
+    assert_eq!(s["status"], "suspended");
+    let inv = s["open_invoice"].clone();
+    // The price changes while it is open: the old code is voided, a new one issued.
+    let r = o.change(json!({"plan_code": "scale"})).await;
+    r.expect(200);
+    let repriced = r.body["open_invoice"].clone();
+    assert_ne!(repriced["id"], inv["id"]);
+    assert_eq!(repriced["amount_cents"], 39_900);
+    assert_eq!(repriced["period_start"], inv["period_start"]);
+    o.pix_paid(inv["txid"].as_str().unwrap(), 14_900, PIX_SECRET)
+        .await
+        .expect_error(409, "conflict");
+    assert_eq!(o.subscription().await["status"], "suspended");
+    o.pix_paid(repriced["txid"].as_str().unwrap(), 39_900, PIX_SECRET)
+        .await
+        .expect(200);
+    let s = o.subscription().await;
+    assert_eq!(s["status"], "active");
+    assert_eq!(s["plan_code"], "scale");
+    o.app
+        .call(
+            post(),
+            "/v1/stores",
+            &o.token(),
+            Some(json!({"tenant_id": o.tenant, "name": "Two"})),
+        )
+        .await
+        .expect(201);
+}
