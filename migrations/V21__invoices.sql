@@ -40,3 +40,17 @@ ALTER TABLE subscriptions ADD COLUMN canceled_at TEXT;
 -- Where periods are counted from (Stripe's billing cycle anchor): a period ending on the 31st
 -- ends on the last day of a short month and on the 31st again after it.
 ALTER TABLE subscriptions ADD COLUMN billing_anchor TEXT;
+
+-- Signed Pix payments the webhook could not apply (an unknown txid, a voided invoice, less
+-- than the amount): the money has arrived, so it is kept for the operator to reconcile
+-- (`merchant-admin billing unapplied`). A provider's repeated delivery is kept once.
+CREATE TABLE pix_unapplied (
+    id INTEGER PRIMARY KEY,
+    txid TEXT NOT NULL,
+    invoice_number TEXT,
+    reason TEXT NOT NULL CHECK (reason IN ('unknown_txid', 'invoice_void', 'amount_short')),
+    amount_cents INTEGER NOT NULL,
+    paid_at TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    UNIQUE (txid, amount_cents, paid_at)
+);

@@ -49,6 +49,9 @@ pub enum BillingCommand {
     /// Record an open invoice as paid (a Pix payment reconciled by hand): the subscription
     /// moves as with a confirmed payment, and `invoice.paid` goes to the platform webhook.
     MarkPaid(MarkPaidArgs),
+    /// List the signed Pix payments no open invoice took (an unknown txid, a voided
+    /// invoice, less than the amount), one JSON object a line, oldest first.
+    Unapplied(DataDirArgs),
 }
 
 #[derive(Debug, Clone, Args)]

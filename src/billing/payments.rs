@@ -51,6 +51,75 @@ pub enum Refused {
     Short { owed: i64 },
 }
 
+impl Refused {
+    fn reason(&self) -> &'static str {
+        match self {
+            Self::NotFound => "unknown_txid",
+            Self::Void => "invoice_void",
+            Self::Short { .. } => "amount_short",
+        }
+    }
+}
+
+/// Keeps a signed payment that could not be applied, once, for the operator: the money has
+/// arrived (Pix cannot be recalled) even though no open invoice takes it.
+fn keep_unapplied(
+    tx: &Transaction<'_>,
+    p: &PixPayment,
+    paid_at: DateTime<Utc>,
+    invoice: Option<&str>,
+    why: &Refused,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "INSERT OR IGNORE INTO pix_unapplied (txid, invoice_number, reason, amount_cents,
+             paid_at, received_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        rusqlite::params![
+            p.txid.trim(),
+            invoice,
+            why.reason(),
+            p.amount_cents,
+            time::format(paid_at),
+            time::format(now)
+        ],
+    )?;
+    tracing::warn!(txid = %p.txid.trim(), amount_cents = p.amount_cents, reason = why.reason(),
+        "a Pix payment could not be applied: reconcile it (merchant-admin billing unapplied)");
+    Ok(())
+}
+
+/// A payment the webhook kept unapplied, as `billing unapplied` lists it.
+#[derive(Debug, serde::Serialize)]
+pub struct Unapplied {
+    pub txid: String,
+    pub invoice_number: Option<String>,
+    pub reason: String,
+    pub amount_cents: i64,
+    pub paid_at: String,
+    pub received_at: String,
+}
+
+/// Every payment kept unapplied, oldest first.
+pub fn unapplied(c: &rusqlite::Connection) -> Result<Vec<Unapplied>, AppError> {
+    Ok(c.prepare(
+        "SELECT txid, invoice_number, reason, amount_cents, paid_at, received_at
+             FROM pix_unapplied ORDER BY id",
+    )?
+    .query_map([], |r| {
+        Ok(Unapplied {
+            txid: r.get(0)?,
+            invoice_number: r.get(1)?,
+            reason: r.get(2)?,
+            amount_cents: r.get(3)?,
+            paid_at: r.get(4)?,
+            received_at: r.get(5)?,
+        })
+    })?
+    .collect::<Result<_, _>>()?)
+}
+
 impl From<Refused> for AppError {
     fn from(r: Refused) -> Self {
         match r {
@@ -105,7 +174,8 @@ pub fn settle(
 /// HMAC-SHA256 of the raw body keyed with `--pix-webhook-secret` (401 otherwise, nothing
 /// changed). Idempotent by `txid`: a repeated delivery answers 200 and changes nothing.
 /// 404 for an unknown txid, 409 for a voided invoice, 422 `payment_amount_mismatch` for
-/// less than the invoice's amount; 503 when no secret is configured.
+/// less than the invoice's amount: each is kept for the operator to reconcile
+/// (`merchant-admin billing unapplied`). 503 when no secret is configured.
 #[utoipa::path(post, path = "/billing/pix/webhook", tag = "billing",
     params(("X-Signature" = String, Header,
             description = "hex HMAC-SHA256 of the raw body, keyed with --pix-webhook-secret")),
@@ -158,14 +228,19 @@ pub async fn pix_webhook(
                 actor: &actor,
                 now,
             };
-            settle(
+            let number = inv.as_ref().map(|i| i.number.clone());
+            let out = settle(
                 tx,
                 &ctx,
                 inv,
                 Some(payment.amount_cents),
                 paid_at,
                 "pix_webhook",
-            )
+            )?;
+            if let Err(why) = &out {
+                keep_unapplied(tx, &payment, paid_at, number.as_deref(), why, now)?;
+            }
+            Ok(out)
         })
         .await??;
     Ok(Json(out))

@@ -16,7 +16,27 @@ use crate::db::{self, Db};
 pub fn billing(cmd: &BillingCommand) -> anyhow::Result<()> {
     match cmd {
         BillingCommand::MarkPaid(a) => mark_paid(a),
+        BillingCommand::Unapplied(a) => unapplied(a),
     }
+}
+
+fn open_db(data_dir: &std::path::Path) -> anyhow::Result<Db> {
+    let path = db::db_path(data_dir);
+    if !path.exists() {
+        bail!("no database at {}", path.display());
+    }
+    Db::open(&path).with_context(|| format!("opening {}", path.display()))
+}
+
+fn unapplied(a: &crate::cli::DataDirArgs) -> anyhow::Result<()> {
+    let db = open_db(&a.data_dir)?;
+    let rows = db
+        .read_blocking(crate::billing::payments::unapplied)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for r in rows {
+        println!("{}", serde_json::to_string(&r)?);
+    }
+    Ok(())
 }
 
 fn mark_paid(a: &MarkPaidArgs) -> anyhow::Result<()> {
@@ -26,11 +46,7 @@ fn mark_paid(a: &MarkPaidArgs) -> anyhow::Result<()> {
         .map(Catalog::load)
         .transpose()?
         .unwrap_or_default();
-    let path = db::db_path(&a.data.data_dir);
-    if !path.exists() {
-        bail!("no database at {}", path.display());
-    }
-    let db = Db::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let db = open_db(&a.data.data_dir)?;
     let number = a.invoice_number.trim().to_uppercase();
     let n = number.clone();
     let now = SystemClock.now();

@@ -429,6 +429,17 @@ async fn the_pix_webhook_is_signed_idempotent_and_checks_the_amount() {
     assert_eq!(short.body["details"]["amount_cents"], 4_900);
     assert_eq!(o.subscription().await["status"], "trialing");
     assert_eq!(o.invoices().await[0]["status"], "open");
+    // The money has arrived all the same: both are kept for the operator, a repeated
+    // delivery once.
+    o.pix_paid("NOSUCHTXID", 4_900, PIX_SECRET)
+        .await
+        .expect_error(404, "not_found");
+    assert_eq!(
+        o.app
+            .count("SELECT COUNT(*) FROM pix_unapplied WHERE reason IN ('unknown_txid', 'amount_short')")
+            .await,
+        2
+    );
 
     let r = o.pix_paid(txid, 4_900, PIX_SECRET).await;
     r.expect(200);

@@ -790,3 +790,54 @@ fn a_pix_key_needs_its_merchant_name_and_city() {
         stderr(&out)
     );
 }
+
+/// A signed Pix payment no invoice takes is kept, logged, and listed by
+/// `billing unapplied` for the operator to reconcile.
+#[tokio::test]
+async fn billing_unapplied_lists_the_payments_no_invoice_took() {
+    use hmac::{Hmac, Mac};
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = crate::support::process::start(
+        dir.path(),
+        &["--pix-webhook-secret", "provider-secret-1"],
+        &[],
+    );
+    let body = json!({"txid": "NOTOURS123", "amount_cents": 4_900,
+                      "paid_at": "2026-11-20T10:00:00Z"})
+    .to_string();
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"provider-secret-1").unwrap();
+    mac.update(body.as_bytes());
+    let sig: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let r = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("http://{}/v1/billing/pix/webhook", server.addr))
+        .header("content-type", "application/json")
+        .header("x-signature", sig)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(server.sigterm().success());
+    assert!(
+        server
+            .log_lines()
+            .iter()
+            .any(|l| l["level"] == "WARN" && l["fields"]["txid"] == "NOTOURS123"),
+        "the operator's log says so"
+    );
+    let out = run(&["billing", "unapplied"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(line["txid"], "NOTOURS123");
+    assert_eq!(line["reason"], "unknown_txid");
+    assert_eq!(line["amount_cents"], 4_900);
+    assert_eq!(line["paid_at"], "2026-11-20T10:00:00.000000Z");
+}
