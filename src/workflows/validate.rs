@@ -253,7 +253,7 @@ fn check_graph(g: &Graph, ctx: &Context) -> Vec<Problem> {
                         )),
                         1 => {}
                         _ => {
-                            problems.push(node_problem(&n.id, format!("more than one {b} branch")))
+                            problems.push(node_problem(&n.id, format!("more than one {b} branch")));
                         }
                     }
                 }
