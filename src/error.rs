@@ -59,6 +59,7 @@ pub enum ErrorCode {
     ValidationFailed,
     IdempotencyKeyReused,
     RefundExceedsRefundable,
+    WorkflowInvalid,
     InvalidVerificationCode,
     EmptyMessage,
     MessageTooLong,
@@ -121,6 +122,7 @@ impl ErrorCode {
             Self::ValidationFailed
             | Self::IdempotencyKeyReused
             | Self::RefundExceedsRefundable
+            | Self::WorkflowInvalid
             | Self::InvalidVerificationCode
             | Self::EmptyMessage
             | Self::MessageTooLong

@@ -106,3 +106,4 @@ id_type!(AssistantMessageId);
 id_type!(ProposalId);
 id_type!(ActionId);
 id_type!(InvoiceId);
+id_type!(WorkflowId);

@@ -38,6 +38,7 @@ pub mod threads;
 pub mod time;
 pub mod webhooks;
 pub mod widget;
+pub mod workflows;
 
 use std::future::Future;
 
@@ -73,6 +74,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(orders::routes())
         .merge(inventory::routes())
         .merge(reviews::routes())
+        .merge(workflows::routes())
         .merge(inbox::routes())
         .merge(assistant::routes())
         .merge(docs::routes())

@@ -55,6 +55,7 @@ events! {
     UserCreated = "user.created", "An account was registered (platform webhook only; no store).";
     SubscriptionUpdated = "subscription.updated", "An organization's subscription changed: its state, plan, cycle or pending cancellation (platform webhook only).";
     InvoicePaid = "invoice.paid", "An organization paid an invoice, by Pix or marked paid by the operator (platform webhook only).";
+    WorkflowStep = "workflow.step", "A published workflow reached one of its webhook steps (the workflow runner emits it).";
     WebhookTest = "webhook.test", "Sent by POST .../webhooks/{id}/test to that webhook only.";
 }
 

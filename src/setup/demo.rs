@@ -9,6 +9,8 @@
 //! threshold events as any reservation does (a new store has no webhooks to deliver them).
 //! Its onboarding checklist is half done (products, messaging app, team, first order), leaving
 //! the settings (payments, freight, custom domain) and the brand for the developer to try.
+//! Two workflows with two published versions each: a review request over the messaging app
+//! 7 days after delivery, and a weekly low-stock summary sent to the store's webhooks.
 
 use chrono::{DateTime, Duration, Utc};
 use rand::rngs::StdRng;
@@ -94,6 +96,7 @@ pub fn seed(
     seed_reviews(tx, &mut rng, store, &offers, &sold, now, 300, spacing)?;
     seed_inbox(tx, &mut rng, out, now)?;
     crate::billing::lifecycle::seed_demo(tx, out.tenant_id, now)?;
+    seed_workflows(tx, out, now)?;
     seed_assistant(tx, out, &offers, now)
 }
 
@@ -802,5 +805,100 @@ fn seed_assistant(
         },
         at,
     )?;
+    Ok(())
+}
+
+/// Two workflows, each published twice (a first version, then an edit), through the
+/// workflows area's own checks and publish.
+fn seed_workflows(
+    tx: &Transaction<'_>,
+    out: SetupOutput,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    use crate::ids::WorkflowId;
+    use crate::workflows::model::Graph;
+    use crate::workflows::store::{self as workflows, Draft, NewWorkflow};
+    use crate::workflows::{self as wf, validate};
+    use serde_json::json;
+
+    let graph = |v: serde_json::Value| -> Result<Graph, AppError> {
+        serde_json::from_value(v).map_err(AppError::internal)
+    };
+    let review = |days: i64, template: &str| {
+        graph(json!({
+            "nodes": [
+                {"id": "wait", "type": "wait", "config": {"seconds": days * 86_400},
+                 "position": {"x": 0, "y": 0}},
+                {"id": "ask", "type": "send_message",
+                 "config": {"template": template, "language": "pt_BR",
+                            "parameters": ["{{customer.name}}", "{{order.number}}"]},
+                 "position": {"x": 0, "y": 120}},
+                {"id": "end", "type": "end", "config": {}, "position": {"x": 0, "y": 240}}
+            ],
+            "edges": [{"from": "wait", "to": "ask"}, {"from": "ask", "to": "end"}]
+        }))
+    };
+    let summary = |with_condition: bool| {
+        if with_condition {
+            graph(json!({
+                "nodes": [
+                    {"id": "any", "type": "condition",
+                     "config": {"field": "inventory.low_stock_count", "op": "gt", "value": 0},
+                     "position": {"x": 0, "y": 0}},
+                    {"id": "notify", "type": "webhook", "config": {}, "position": {"x": -80, "y": 120}},
+                    {"id": "end", "type": "end", "config": {}, "position": {"x": 80, "y": 120}}
+                ],
+                "edges": [{"from": "any", "to": "notify", "branch": "true"},
+                          {"from": "any", "to": "end", "branch": "false"}]
+            }))
+        } else {
+            graph(json!({
+                "nodes": [{"id": "notify", "type": "webhook", "config": {}, "position": {"x": 0, "y": 0}}],
+                "edges": []
+            }))
+        }
+    };
+    let ctx = wf::context(tx, out.store_id, false)?;
+    let flows = [
+        (
+            "Pedir avaliação após a entrega",
+            "Sete dias depois da entrega, pede uma avaliação pelo aplicativo de mensagens.",
+            json!({"type": "event", "event": "orders.delivered"}),
+            [
+                review(5, "pedido_avaliacao")?,
+                review(7, "pedido_avaliacao_v2")?,
+            ],
+        ),
+        (
+            "Resumo semanal de estoque baixo",
+            "Toda segunda às 9h, envia aos webhooks da loja o resumo do estoque baixo.",
+            json!({"type": "schedule", "cron": "0 9 * * 1"}),
+            [summary(false)?, summary(true)?],
+        ),
+    ];
+    for (i, (name, description, trigger, versions)) in flows.into_iter().enumerate() {
+        let id = WorkflowId::new();
+        let created = now - Duration::days(30) + Duration::minutes(i64::try_from(i).unwrap_or(0));
+        let [first, second] = versions;
+        let t = validate::check(&first, &trigger, &ctx)?;
+        let w = NewWorkflow {
+            id,
+            created_by: out.user_id,
+            name,
+            description,
+            graph: &first,
+            trigger: &t,
+        };
+        workflows::insert(tx, out.store_id, &w, created)?;
+        wf::publish(tx, out.store_id, id, out.user_id, false, created)?;
+        let edit = Draft {
+            graph: Some(second),
+            ..Draft::default()
+        };
+        // The second version goes live now, so a schedule's next fire time is ahead.
+        let later = now;
+        workflows::save_draft(tx, out.store_id, id, &edit, later)?;
+        wf::publish(tx, out.store_id, id, out.user_id, false, later)?;
+    }
     Ok(())
 }

@@ -216,6 +216,28 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
         1
     );
     assert!(distinct("SELECT COUNT(*) FROM reviews WHERE is_verified_purchase") > 0);
+    // Two workflows (a review request after delivery, a weekly low-stock summary), each
+    // published twice, live at version 2, the schedule with its next fire time.
+    assert_eq!(count(&db, "workflows"), 2);
+    assert_eq!(count(&db, "workflow_versions"), 4);
+    assert_eq!(
+        distinct("SELECT COUNT(*) FROM workflows WHERE status = 'published' AND version = 2"),
+        2
+    );
+    assert_eq!(
+        distinct(
+            "SELECT COUNT(*) FROM workflows WHERE next_fire_at IS NOT NULL
+             AND json_extract(published_trigger, '$.cron') = '0 9 * * 1'"
+        ),
+        1
+    );
+    assert_eq!(
+        distinct(
+            "SELECT COUNT(*) FROM workflows WHERE json_extract(published_trigger, '$.event')
+             = 'orders.delivered' AND published_graph LIKE '%send_message%'"
+        ),
+        1
+    );
     // What the API shows agrees with the rows: every paid order has its payment.
     assert_eq!(
         distinct(

@@ -38,4 +38,5 @@ mod tenants;
 mod two_factor;
 mod webhooks;
 mod widget;
+mod workflows;
 mod writes;
