@@ -134,11 +134,18 @@ impl Org {
             .await
     }
 
+    /// Moves the clock on once the deliveries in flight are done: a jump past their lease
+    /// would hand them to the dispatcher again, and the receiver would see them twice.
+    async fn advance(&self, d: Duration) {
+        self.app.settled().await;
+        self.app.clock.advance(d);
+    }
+
     /// Moves the clock to `t` and runs the daily job there.
     async fn day(&self, t: DateTime<Utc>) {
         let now = self.app.clock_now();
         assert!(t >= now, "the clock only goes forward");
-        self.app.clock.advance(t - now);
+        self.advance(t - now).await;
         self.app.run_billing_day().await;
         self.sign_in_again().await;
     }
@@ -330,7 +337,7 @@ async fn paying_by_pix_activates_and_renewals_follow_the_period() {
     // Asking again answers the same invoice.
     assert_eq!(o.act("pay").await.body["id"], inv["id"]);
 
-    o.app.clock.advance(Duration::seconds(3600));
+    o.advance(Duration::seconds(3600)).await;
     o.sign_in_again().await;
     o.pix_paid(txid, 14_900, PIX_SECRET).await.expect(200);
     let s = o.subscription().await;
@@ -367,7 +374,7 @@ async fn paying_by_pix_activates_and_renewals_follow_the_period() {
     assert_eq!(o.subscription().await["status"], "active");
     o.day(end + Duration::minutes(5)).await;
     assert_eq!(o.subscription().await["status"], "past_due");
-    o.app.clock.advance(Duration::minutes(1));
+    o.advance(Duration::minutes(1)).await;
     o.pix_paid(renewal["txid"].as_str().unwrap(), 14_900, PIX_SECRET)
         .await
         .expect(200);
@@ -506,7 +513,7 @@ async fn plan_changes_upgrade_now_and_downgrade_at_the_period_end() {
     let (start, end) = (at(&s["current_period_start"]), at(&s["current_period_end"]));
 
     // Ten days in, to scale: the difference for what is left, rounded up to the cent.
-    o.app.clock.advance(Duration::seconds(10 * 86_400));
+    o.advance(Duration::seconds(10 * 86_400)).await;
     o.sign_in_again().await;
     let r = o.change(json!({"plan_code": "scale"})).await;
     r.expect(200);
@@ -607,7 +614,7 @@ async fn cancel_and_resume() {
     assert_eq!(s["status"], "canceled");
     o.act("cancel").await.expect_error(409, "conflict");
     // Resume issues the reactivation; it is active once paid, for a period from then.
-    o.app.clock.advance(Duration::seconds(86_400));
+    o.advance(Duration::seconds(86_400)).await;
     o.sign_in_again().await;
     let r = o.act("resume").await;
     r.expect(200);
