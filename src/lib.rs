@@ -9,6 +9,7 @@ pub mod auth;
 #[cfg(feature = "bench-routes")]
 pub mod bench_routes;
 pub mod billing;
+pub mod brand;
 pub mod catalog;
 pub mod cli;
 pub mod clock;
@@ -73,6 +74,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(orders::routes())
         .merge(inventory::routes())
         .merge(reviews::routes())
+        .merge(brand::routes())
         .merge(inbox::routes())
         .merge(assistant::routes())
         .merge(docs::routes())

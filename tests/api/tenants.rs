@@ -347,6 +347,7 @@ async fn the_authorization_table_for_store_routes() {
         .unwrap()
         .to_owned();
     let inbox_writers: &'static [&'static str] = &["owner", "admin", "staff"];
+    let brand = app.get_as(&format!("{p}/brand-system"), &owner).await.body["system"].clone();
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -783,6 +784,28 @@ async fn the_authorization_table_for_store_routes() {
             review_path.clone(),
             Some(json!({"status": "approved"})),
             Some("reviews.write"),
+            &["owner", "admin"],
+        ),
+        // The brand system (issue 18). Generating needs the model's answer: tests/api/brand.rs.
+        (
+            get(),
+            format!("{p}/brand-system"),
+            None,
+            Some("brand.read"),
+            all_roles,
+        ),
+        (
+            reqwest::Method::PUT,
+            format!("{p}/brand-system"),
+            Some(json!({"system": brand, "summary": "Save {n}"})),
+            Some("brand.write"),
+            &["owner", "admin"],
+        ),
+        (
+            post(),
+            format!("{p}/brand-system/versions/1/restore"),
+            None,
+            Some("brand.write"),
             &["owner", "admin"],
         ),
         (
