@@ -327,11 +327,14 @@ async fn a_save_is_a_new_immutable_version_with_its_event() {
     assert_eq!(rx.wait_for(2).await[1].json()["data"]["version"], 3);
 }
 
+/// A change that makes a valid system invalid.
+type Spoil = Box<dyn Fn(&mut Value)>;
+
 #[tokio::test]
 async fn a_save_checks_every_type_and_value_naming_its_path() {
     let shop = Shop::open(spawn_app().await, 1).await;
     let good = shop.brand().await["system"].clone();
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    let cases: Vec<(&str, Spoil)> = vec![
         (
             "system.colors.aliases.link",
             Box::new(|s| s["colors"]["aliases"]["link"] = json!(5)),
