@@ -73,6 +73,9 @@ pub enum ErrorCode {
     OtpDeliveryFailed,
     PaymentProviderFailed,
     MsgappSendFailed,
+    /// The assistant's model answered something the request cannot use (a brand system
+    /// that is not valid).
+    ModelAnswerInvalid,
     ServiceUnavailable,
     AssistantUnavailable,
 }
@@ -134,9 +137,10 @@ impl ErrorCode {
             Self::RequestHeaderFieldsTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::RateLimited | Self::AssistantCapReached => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::OtpDeliveryFailed | Self::PaymentProviderFailed | Self::MsgappSendFailed => {
-                StatusCode::BAD_GATEWAY
-            }
+            Self::OtpDeliveryFailed
+            | Self::PaymentProviderFailed
+            | Self::MsgappSendFailed
+            | Self::ModelAnswerInvalid => StatusCode::BAD_GATEWAY,
             Self::ServiceUnavailable | Self::AssistantUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
             }

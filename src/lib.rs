@@ -9,6 +9,7 @@ pub mod auth;
 #[cfg(feature = "bench-routes")]
 pub mod bench_routes;
 pub mod billing;
+pub mod brand;
 pub mod catalog;
 pub mod cli;
 pub mod clock;
@@ -75,6 +76,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(inventory::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
+        .merge(brand::routes())
         .merge(inbox::routes())
         .merge(assistant::routes())
         .merge(docs::routes())

@@ -279,3 +279,69 @@ fn record_action(
         now,
     )
 }
+
+/// A write another area asked the model for outside a chat (a brand system generated from
+/// a prompt, issue 18), to store as a proposal the user decides like any other.
+pub struct Outside<'a> {
+    pub store: StoreId,
+    pub user: UserId,
+    /// What the user asked, the conversation's first message (and its name, cut short).
+    pub request: &'a str,
+    /// A write tool of [`tools::TOOLS`] and its checked arguments.
+    pub tool: &'static str,
+    pub arguments: &'a Value,
+    pub summary: &'a str,
+    pub risk: Risk,
+}
+
+/// Stores `o` as a pending proposal in a new conversation of its user, in the caller's
+/// transaction: the request as the user's message, the model's call of the write tool, and
+/// the proposal awaiting approval, so approving or declining it streams a follow-up turn
+/// like any proposal's.
+pub fn propose_outside_turn(
+    tx: &rusqlite::Transaction<'_>,
+    o: &Outside<'_>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<super::model::ProposalOut, AppError> {
+    let conversation = AssistantConversationId::new();
+    let name: String = o.request.trim().chars().take(60).collect();
+    store::insert_conversation(tx, o.store, o.user, conversation, &name, now)?;
+    store::append(
+        tx,
+        conversation,
+        &NewMessage::text(Role::User, o.request),
+        now,
+    )?;
+    let id = ProposalId::new();
+    let call = super::provider::ToolCall {
+        id: format!("call_{}", id.0.simple()),
+        name: o.tool.to_owned(),
+        arguments: o.arguments.to_string(),
+    };
+    store::append(
+        tx,
+        conversation,
+        &NewMessage {
+            tool_calls: Some(std::slice::from_ref(&call)),
+            ..NewMessage::text(Role::Assistant, "")
+        },
+        now,
+    )?;
+    store::propose(
+        tx,
+        &store::NewProposal {
+            id,
+            store: o.store,
+            user: o.user,
+            conversation,
+            tool_call_id: &call.id,
+            tool: o.tool,
+            arguments: o.arguments,
+            summary: o.summary,
+            risk: o.risk,
+            expires_at: now + turn::PROPOSAL_TTL,
+        },
+        now,
+    )?;
+    store::proposal_by_id_unscoped(tx, id, now)
+}

@@ -190,6 +190,17 @@ pub const TOOLS: &[Tool] = &[
                 "reason": {"type": "string"}}})
         },
     },
+    Tool {
+        name: "save_brand_system",
+        description: "Propose a new version of the store's brand system: the whole `system` object, as GET brand-system shows it. The user must approve it.",
+        permission: Permission::BrandWrite,
+        kind: Kind::Write,
+        parameters: || {
+            json!({"type": "object", "required": ["system"], "properties": {
+                "system": {"type": "object"}, "prompt": {"type": "string"},
+                "summary": {"type": "string"}}})
+        },
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static Tool> {
@@ -595,6 +606,25 @@ pub fn prepare(
                 risk: Risk::Money,
             }
         }
+        "save_brand_system" => {
+            let a = parse!(crate::brand::model::BrandSystemIn);
+            if let Err(e) = crate::brand::system::check(&a.system) {
+                return Ok(Err(format!("invalid brand system: {}", json!(e.details))));
+            }
+            Prepared {
+                arguments: to_value(&a)?,
+                summary: format!(
+                    "Save a new version of the brand system of {}{}",
+                    quoted(&a.system.identity.name),
+                    a.summary
+                        .as_deref()
+                        .map(|s| format!(": {}", quoted(s)))
+                        .unwrap_or_default()
+                ),
+                // Every version is kept: an older one can be restored.
+                risk: Risk::None,
+            }
+        }
         _ => return Ok(Err(format!("{name} is not a write tool"))),
     };
     Ok(Ok(prepared))
@@ -723,6 +753,21 @@ pub async fn apply(
             .await?;
             Ok(Applied {
                 result: to_value(&out)?,
+                planned,
+                audited: true,
+            })
+        }
+        "save_brand_system" => {
+            let a: crate::brand::model::BrandSystemIn = args(arguments).map_err(bad)?;
+            let planned = Planned {
+                resource_type: "brand_system",
+                resource_id: store.to_string(),
+                // Restoring the version before is the way back (a new version again).
+                undo: None,
+            };
+            let out = crate::brand::writes::save(st, &with(&planned), store, a).await?;
+            Ok(Applied {
+                result: json!({"version": out.version, "system": out.system}),
                 planned,
                 audited: true,
             })

@@ -52,6 +52,7 @@ events! {
     CustomersCreated = "customers.created", "A customer record was created.";
     CustomersUpdated = "customers.updated", "A customer record changed.";
     CustomersDeleted = "customers.deleted", "A customer record was deleted.";
+    BrandSystemUpdated = "brand_system.updated", "A new version of the store's brand system was saved (a save, a restore or an approved generation).";
     UserCreated = "user.created", "An account was registered (platform webhook only; no store).";
     SubscriptionUpdated = "subscription.updated", "An organization's subscription changed: its state, plan, cycle or pending cancellation (platform webhook only).";
     InvoicePaid = "invoice.paid", "An organization paid an invoice, by Pix or marked paid by the operator (platform webhook only).";

@@ -7,10 +7,11 @@
 //! for the developer to set) and 40 conversations in every status, with messages, notes and
 //! a few attachments. It records no order events or audit entries; stock reservations record their
 //! threshold events as any reservation does (a new store has no webhooks to deliver them).
-//! Its onboarding checklist is half done (products, messaging app, team, first order), leaving
-//! the settings (payments, freight, custom domain) and the brand for the developer to try.
 //! Two workflows with two published versions each: a review request over the messaging app
 //! 7 days after delivery, and a weekly low-stock summary sent to the store's webhooks.
+//! The brand system has three versions: the default and two saves.
+//! Its onboarding checklist is more than half done (products, brand, messaging app, team,
+//! first order), leaving the settings (payments, freight, custom domain) for the developer.
 
 use chrono::{DateTime, Duration, Utc};
 use rand::rngs::StdRng;
@@ -97,6 +98,7 @@ pub fn seed(
     seed_inbox(tx, &mut rng, out, now)?;
     crate::billing::lifecycle::seed_demo(tx, out.tenant_id, now)?;
     seed_workflows(tx, out, now)?;
+    crate::brand::writes::seed_demo(tx, store, out.user_id, now)?;
     seed_assistant(tx, out, &offers, now)
 }
 

@@ -198,6 +198,8 @@ pub fn create_store(
     )
     .on_constraint("stores.tenant_id", |_| slug_taken("store"))?;
     add_store_member(tx, id, creator, "owner", &now_s)?;
+    // Every store has a brand system from the start (version 1, built from its name).
+    crate::brand::writes::create_default(tx, id, name, creator, now)?;
     get_store(tx, id)?.ok_or_else(|| AppError::internal(anyhow::anyhow!("store vanished")))
 }
 

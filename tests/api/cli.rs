@@ -238,6 +238,15 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
         ),
         1
     );
+    // A brand system with three versions: the default and two saves, each its own colors.
+    assert_eq!(count(&db, "brand_versions"), 3);
+    assert_eq!(
+        distinct(
+            "SELECT COUNT(DISTINCT json_extract(system, '$.colors.aliases.action_primary'))
+             FROM brand_versions"
+        ),
+        3
+    );
     // What the API shows agrees with the rows: every paid order has its payment.
     assert_eq!(
         distinct(
@@ -254,13 +263,14 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
     );
     drop(c);
 
-    // The onboarding checklist, read over HTTP from the served demo, is half done: what the
-    // demo has data for, and the settings, brand and domain left for the developer to try.
+    // The onboarding checklist, read over HTTP from the served demo, is more than half done:
+    // what the demo has data for (its brand system was saved), and the settings and domain
+    // left for the developer to try.
     let store_id: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     let store_id = store_id["store_id"].as_str().unwrap().to_owned();
     let mut server = crate::support::process::start(dir.path(), &[], &[]);
     let base = format!("http://{}", server.addr);
-    let list = tokio::runtime::Builder::new_current_thread()
+    let (list, brand) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
@@ -279,14 +289,21 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
                 .await
                 .unwrap();
             let token = login["token"].as_str().expect("a session token").to_owned();
-            let r = client
-                .get(format!("{base}/v1/stores/{store_id}/onboarding"))
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 200);
-            r.json::<Value>().await.unwrap()
+            let read = |rest: &'static str| {
+                let (client, token, base) = (client.clone(), token.clone(), base.clone());
+                let store_id = store_id.clone();
+                async move {
+                    let r = client
+                        .get(format!("{base}/v1/stores/{store_id}/{rest}"))
+                        .bearer_auth(token)
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(r.status(), 200);
+                    r.json::<Value>().await.unwrap()
+                }
+            };
+            (read("onboarding").await, read("brand-system").await)
         });
     assert!(server.sigterm().success());
     let state: Vec<(&str, bool)> = list["steps"]
@@ -301,7 +318,7 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
             ("products", true),
             ("payments", false),
             ("freight", false),
-            ("brand", false),
+            ("brand", true),
             ("messaging_app", true),
             ("team", true),
             ("custom_domain", false),
@@ -309,7 +326,15 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
         ],
         "{list}"
     );
-    assert_eq!((&list["completed"], &list["total"]), (&json!(4), &json!(8)));
+    assert_eq!((&list["completed"], &list["total"]), (&json!(5), &json!(8)));
+    assert_eq!(brand["version"], 3, "{brand}");
+    let versions: Vec<i64> = brand["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(versions, [3, 2, 1]);
 }
 
 #[test]

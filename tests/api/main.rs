@@ -7,6 +7,7 @@ mod attachments;
 mod billing;
 mod billing_lifecycle;
 mod billing_limits;
+mod brand;
 mod catalog;
 mod cli;
 mod conventions;

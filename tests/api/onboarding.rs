@@ -289,7 +289,7 @@ async fn every_step_flips_to_done_as_its_data_appears() {
         done_at(&list, "first_order"),
         &paid.body["payments"][0]["created_at"]
     );
-    // The brand area does not exist yet (issue 18): its step stays undone.
+    // The default brand system a store starts with is not the merchant's: undone.
     assert_eq!(list["completed"], 7);
     assert!(done_at(&list, "brand").is_null());
 

@@ -357,6 +357,7 @@ async fn the_authorization_table_for_store_routes() {
         .await
         .expect(200);
     let inbox_writers: &'static [&'static str] = &["owner", "admin", "staff"];
+    let brand = app.get_as(&format!("{p}/brand-system"), &owner).await.body["system"].clone();
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -852,6 +853,28 @@ async fn the_authorization_table_for_store_routes() {
             format!("{workflow_path}/versions/1/restore"),
             None,
             Some("workflows.write"),
+            &["owner", "admin"],
+        ),
+        // The brand system (issue 18). Generating needs the model's answer: tests/api/brand.rs.
+        (
+            get(),
+            format!("{p}/brand-system"),
+            None,
+            Some("brand.read"),
+            all_roles,
+        ),
+        (
+            reqwest::Method::PUT,
+            format!("{p}/brand-system"),
+            Some(json!({"system": brand, "summary": "Save {n}"})),
+            Some("brand.write"),
+            &["owner", "admin"],
+        ),
+        (
+            post(),
+            format!("{p}/brand-system/versions/1/restore"),
+            None,
+            Some("brand.write"),
             &["owner", "admin"],
         ),
         (
