@@ -196,7 +196,9 @@ pub fn seed_demo(
             "Terracotta actions for the autumn collection",
         ),
     ];
-    // Saved when the store was made: the demo has no history before it.
+    // Saved when the store was made: the demo has no history before it. Seed data, not the
+    // merchant's save: the checklist's brand step stays for the developer to try, so the
+    // demo's checklist is half done (issue 17).
     let at = now;
     for (i, (color, prompt, summary)) in (2..).zip(saves) {
         s.colors.aliases.action_primary = color.to_owned();
@@ -215,7 +217,6 @@ pub fn seed_demo(
             },
             at,
         )?;
-        store::mark_saved(tx, store, at)?;
     }
     Ok(())
 }

@@ -10,8 +10,9 @@
 //! Two workflows with two published versions each: a review request over the messaging app
 //! 7 days after delivery, and a weekly low-stock summary sent to the store's webhooks.
 //! The brand system has three versions: the default and two saves.
-//! Its onboarding checklist is more than half done (products, brand, messaging app, team,
-//! first order), leaving the settings (payments, freight, custom domain) for the developer.
+//! Its onboarding checklist is half done (products, messaging app, team, first order),
+//! leaving the settings (payments, freight, custom domain) and saving a brand system for the
+//! developer to try.
 
 use chrono::{DateTime, Duration, Utc};
 use rand::rngs::StdRng;
