@@ -158,14 +158,6 @@ pub fn save(
     Ok(true)
 }
 
-/// The plan a code names, else the catalog's default (a plan since taken out of the
-/// catalog bills as the default).
-pub fn plan_of<'c>(catalog: &'c Catalog, code: Option<&str>) -> Result<&'c Plan, AppError> {
-    code.and_then(|c| catalog.get(c))
-        .or_else(|| catalog.get(&catalog.default_code))
-        .ok_or_else(|| AppError::internal(anyhow::anyhow!("the catalog has no default plan")))
-}
-
 pub fn price(plan: &Plan, cycle: BillingCycle) -> i64 {
     match cycle {
         BillingCycle::Monthly => plan.monthly_price_cents,
@@ -219,7 +211,10 @@ fn next_period(s: &Sub, cycle: BillingCycle) -> (DateTime<Utc>, DateTime<Utc>) {
 /// The plan and cycle the next period is billed at: a pending change, else today's.
 pub fn next_terms<'c>(catalog: &'c Catalog, s: &Sub) -> Result<(&'c Plan, BillingCycle), AppError> {
     let code = s.pending_plan_code.as_deref().or(s.plan_code.as_deref());
-    Ok((plan_of(catalog, code)?, s.pending_cycle.unwrap_or(s.cycle)))
+    Ok((
+        catalog.plan_or_default(code)?,
+        s.pending_cycle.unwrap_or(s.cycle),
+    ))
 }
 
 /// Issues an invoice, audited (`invoice.issued`) in the caller's transaction.
@@ -288,7 +283,7 @@ pub fn issue_resume(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invo
     {
         return Ok(i);
     }
-    let plan = plan_of(ctx.catalog, s.plan_code.as_deref())?;
+    let plan = ctx.catalog.plan_or_default(s.plan_code.as_deref())?;
     issue(
         tx,
         ctx,
@@ -317,7 +312,10 @@ pub fn reprice_open(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<(), 
         let (plan, cycle) = if next {
             next_terms(ctx.catalog, s)?
         } else {
-            (plan_of(ctx.catalog, s.plan_code.as_deref())?, s.cycle)
+            (
+                ctx.catalog.plan_or_default(s.plan_code.as_deref())?,
+                s.cycle,
+            )
         };
         let amount = price(plan, cycle);
         if inv.plan_code == plan.code && inv.billing_cycle == cycle && inv.amount_cents == amount {
@@ -685,7 +683,7 @@ pub fn seed_demo(
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
     let catalog = Catalog::default();
-    let plan = plan_of(&catalog, None)?;
+    let plan = catalog.plan_or_default(None)?;
     let cycle = BillingCycle::Monthly;
     // The current period began 25 days ago, so its renewal is within the notice window.
     let start = now - Duration::days(25);

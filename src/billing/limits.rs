@@ -106,11 +106,7 @@ fn terms_of(
     row: Option<(SubscriptionStatus, Option<String>)>,
 ) -> Result<Terms<'_>, AppError> {
     let (status, code) = row.unwrap_or((SubscriptionStatus::Trialing, None));
-    let plan = code
-        .as_deref()
-        .and_then(|c| catalog.get(c))
-        .or_else(|| catalog.get(&catalog.default_code))
-        .ok_or_else(|| AppError::internal(anyhow::anyhow!("the catalog has no default plan")))?;
+    let plan = catalog.plan_or_default(code.as_deref())?;
     Ok(Terms {
         plan: code.unwrap_or_else(|| catalog.default_code.clone()),
         limits: &plan.limits,

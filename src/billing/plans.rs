@@ -247,6 +247,14 @@ impl Catalog {
     pub fn get(&self, code: &str) -> Option<&Plan> {
         self.plans.iter().find(|p| p.code == code)
     }
+
+    /// The plan a subscription's code names, else the default: no code (organizations made
+    /// before billing), or a plan the operator has since taken out of the catalog.
+    pub fn plan_or_default(&self, code: Option<&str>) -> Result<&Plan, AppError> {
+        code.and_then(|c| self.get(c))
+            .or_else(|| self.get(&self.default_code))
+            .ok_or_else(|| AppError::internal(anyhow::anyhow!("the catalog has no default plan")))
+    }
 }
 
 /// The plans on sale, in the operator's order (public). A short fixed list: one page.

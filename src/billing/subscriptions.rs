@@ -171,12 +171,7 @@ pub fn get(
     else {
         return Ok(None);
     };
-    // A plan the operator has since taken out of the catalog reads as the default's limits.
-    let plan = code
-        .as_deref()
-        .and_then(|c| catalog.get(c))
-        .or_else(|| catalog.get(&catalog.default_code))
-        .ok_or_else(|| AppError::internal(anyhow::anyhow!("the catalog has no default plan")))?;
+    let plan = catalog.plan_or_default(code.as_deref())?;
     Ok(Some(SubscriptionOut {
         tenant_id: tenant,
         plan_code: code.unwrap_or_else(|| catalog.default_code.clone()),
@@ -347,13 +342,12 @@ pub async fn update_subscription(
         if let Some(c) = &code {
             check_plan(ctx.catalog, Some(c))?;
         }
-        let current = lifecycle::plan_of(ctx.catalog, s.plan_code.as_deref())?;
+        let current = ctx.catalog.plan_or_default(s.plan_code.as_deref())?;
         let wanted = match &code {
-            Some(c) => lifecycle::plan_of(ctx.catalog, Some(c))?,
-            None => lifecycle::plan_of(
-                ctx.catalog,
-                s.pending_plan_code.as_deref().or(s.plan_code.as_deref()),
-            )?,
+            Some(c) => ctx.catalog.plan_or_default(Some(c))?,
+            None => ctx
+                .catalog
+                .plan_or_default(s.pending_plan_code.as_deref().or(s.plan_code.as_deref()))?,
         };
         // Only a move to another plan is checked: undoing a pending downgrade, or a new
         // cycle, is never refused for what the organization uses now.

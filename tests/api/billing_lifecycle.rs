@@ -111,6 +111,18 @@ impl Org {
         r.body["data"].as_array().unwrap().clone()
     }
 
+    /// `POST /v1/stores` in the organization.
+    async fn add_store(&self, name: &str) -> crate::support::Reply {
+        self.app
+            .call(
+                post(),
+                "/v1/stores",
+                &self.token(),
+                Some(json!({"tenant_id": self.tenant, "name": name})),
+            )
+            .await
+    }
+
     /// `PUT .../subscription` with `body`.
     async fn change(&self, body: Value) -> crate::support::Reply {
         self.app
@@ -260,13 +272,7 @@ async fn an_unpaid_trial_goes_past_due_then_suspended_then_canceled() {
     o.day(trial_end + Duration::days(7) + Duration::hours(2))
         .await;
     assert_eq!(o.subscription().await["status"], "suspended");
-    o.app
-        .call(
-            post(),
-            "/v1/stores",
-            &o.token(),
-            Some(json!({"tenant_id": o.tenant, "name": "Two"})),
-        )
+    o.add_store("Two")
         .await
         .expect_error(402, "subscription_inactive");
     // Thirty days suspended: canceled, and the invoice can no longer be paid.
@@ -536,15 +542,7 @@ async fn plan_changes_upgrade_now_and_downgrade_at_the_period_end() {
 
     // Two more stores, then a plan with room for one: refused, naming the limit.
     for name in ["Two", "Three"] {
-        o.app
-            .call(
-                post(),
-                "/v1/stores",
-                &o.token(),
-                Some(json!({"tenant_id": o.tenant, "name": name})),
-            )
-            .await
-            .expect(201);
+        o.add_store(name).await.expect(201);
     }
     let r = o.change(json!({"plan_code": "starter"})).await;
     r.expect_error(422, "usage_exceeds_plan");
@@ -917,13 +915,5 @@ async fn paying_while_suspended_reactivates_and_a_voided_invoice_is_refused() {
     let s = o.subscription().await;
     assert_eq!(s["status"], "active");
     assert_eq!(s["plan_code"], "scale");
-    o.app
-        .call(
-            post(),
-            "/v1/stores",
-            &o.token(),
-            Some(json!({"tenant_id": o.tenant, "name": "Two"})),
-        )
-        .await
-        .expect(201);
+    o.add_store("Two").await.expect(201);
 }
