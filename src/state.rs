@@ -112,7 +112,19 @@ impl AppState {
 /// Every area's background work: the job kinds the generic workers run, and what the
 /// periodic cleanup deletes. (Webhook deliveries run on their own dispatcher.)
 fn job_registry() -> crate::jobs::Registry {
+    // What else reacts to store events, in their transaction: workflows start runs.
+    crate::events::set_listeners(&[crate::workflows::runner::on_event]);
     let mut r = crate::jobs::Registry::new();
+    r.handle(
+        |st, job: crate::workflows::runner::WorkflowStep| async move {
+            crate::workflows::runner::run_step(&st, job).await
+        },
+    );
+    r.handle(
+        |st, job: crate::workflows::runner::WorkflowFire| async move {
+            crate::workflows::runner::fire(&st, job).await
+        },
+    );
     r.handle(|st, job: crate::orders::refunds::RefundCheck| async move {
         crate::orders::refunds::check(&st, job.refund_id).await
     });

@@ -85,7 +85,16 @@ pub async fn generate(
             serde_json::to_string(&current).map_err(AppError::internal)?
         )}),
     ];
-    let answer = ask(model, messages).await?;
+    // The model server takes as many requests as the assistant's turns may make at once:
+    // a generation waits for one of the same slots.
+    let slot = st
+        .assistant
+        .model_slots
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(AppError::internal)?;
+    let answer = ask(model, messages, slot).await?;
     let system = system::from_answer(&answer).map_err(|e| invalid_answer(&e))?;
     let name = system.identity.name.clone();
     let input = BrandSystemIn {
@@ -133,11 +142,17 @@ fn one_line(s: &str) -> String {
 
 /// The model's whole answer to `messages` (no tools offered), read on the blocking pool as
 /// the assistant's turns read theirs. A failing model server is 503 `assistant_unavailable`.
-async fn ask(model: provider::ModelConfig, messages: Vec<Value>) -> Result<String, AppError> {
+/// `slot` is held until the request itself ends.
+async fn ask(
+    model: provider::ModelConfig,
+    messages: Vec<Value>,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) -> Result<String, AppError> {
     let (tx, mut rx) = mpsc::channel::<Delta>(64);
     let stop = Arc::new(AtomicBool::new(false));
     let asking = tokio::task::spawn_blocking(move || {
         provider::stream(&model, &messages, &[], &tx, &stop);
+        drop(slot);
     });
     let mut answer = String::new();
     // None: the stream ended without saying how (the request task ended early).

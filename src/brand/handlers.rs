@@ -69,14 +69,15 @@ pub async fn save_brand_system(
     tag = "brand", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("version" = i32, Path)),
     responses((status = 200, body = BrandSystemOut), (status = 403, body = ErrorBody),
-              (status = 404, body = ErrorBody)))]
+              (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn restore_brand_version(
     State(st): State<AppState>,
     scope: StoreScope,
-    Path(ids): Path<(StoreId, i32)>,
+    Path(ids): Path<(StoreId, String)>,
 ) -> Result<Json<BrandSystemOut>, AppError> {
     scope.require(Permission::BrandWrite)?;
-    let out = writes::restore(&st, &Actor::of(&scope), scope.store_id, ids.1).await?;
+    let version = crate::http::extract::int32_param("version", &ids.1)?;
+    let out = writes::restore(&st, &Actor::of(&scope), scope.store_id, version).await?;
     Ok(Json(out))
 }
 

@@ -55,6 +55,21 @@ fn phone(v: &str) -> Result<Option<String>, AppError> {
     }
 }
 
+/// Each tag as [`super::model::tag`] keeps it, repeats once, at most `MAX_TAGS`.
+fn tags(t: &[String]) -> Result<Vec<String>, AppError> {
+    if t.len() > store::MAX_TAGS {
+        return Err(AppError::field("tags", "at most 50 tags"));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(t.len());
+    for (i, raw) in t.iter().enumerate() {
+        let tag = super::model::tag(raw).map_err(|m| AppError::field(format!("tags[{i}]"), m))?;
+        if !out.contains(&tag) {
+            out.push(tag);
+        }
+    }
+    Ok(out)
+}
+
 fn addresses(a: &[Address]) -> Result<Vec<Address>, AppError> {
     if a.len() > 20 {
         return Err(AppError::field("addresses", "at most 20 addresses"));
@@ -128,6 +143,7 @@ pub async fn create_customer(
         phone: Some(input.phone.as_deref().map(phone).transpose()?.flatten()),
         addresses: Some(addresses(input.addresses.as_deref().unwrap_or_default())?),
         accepts_marketing: input.accepts_marketing,
+        tags: Some(tags(input.tags.as_deref().unwrap_or_default())?),
     };
     let (store, actor, now) = (scope.store_id, Actor::of(&scope), st.clock.now());
     let out = st
@@ -194,6 +210,7 @@ pub async fn update_customer(
         phone: input.phone.as_deref().map(phone).transpose()?,
         addresses: input.addresses.as_deref().map(addresses).transpose()?,
         accepts_marketing: input.accepts_marketing,
+        tags: input.tags.as_deref().map(tags).transpose()?,
     };
     let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
     let out = st

@@ -19,6 +19,18 @@ pub struct Address {
     pub phone: Option<String>,
 }
 
+/// A customer tag as stored: trimmed, 1 to 64 characters, no control characters.
+pub fn tag(raw: &str) -> Result<String, &'static str> {
+    let t = raw.trim();
+    if t.is_empty() || t.chars().count() > 64 {
+        Err("must be 1 to 64 characters")
+    } else if t.chars().any(char::is_control) {
+        Err("must not contain control characters")
+    } else {
+        Ok(t.to_owned())
+    }
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CustomerIn {
@@ -28,6 +40,8 @@ pub struct CustomerIn {
     pub addresses: Option<Vec<Address>>,
     /// Default false.
     pub accepts_marketing: Option<bool>,
+    /// Up to 50 tags of 1 to 64 characters; repeats are kept once.
+    pub tags: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -38,6 +52,8 @@ pub struct CustomerPatch {
     pub phone: Option<String>,
     pub addresses: Option<Vec<Address>>,
     pub accepts_marketing: Option<bool>,
+    /// Replaces the tags (up to 50 of 1 to 64 characters).
+    pub tags: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -49,6 +65,8 @@ pub struct CustomerOut {
     pub phone: Option<String>,
     pub addresses: Vec<Address>,
     pub accepts_marketing: bool,
+    /// Labels the merchant or a workflow's `tag_customer` step put on the customer.
+    pub tags: Vec<String>,
     pub orders_count: i64,
     pub total_spent_cents: i64,
     pub created_at: String,

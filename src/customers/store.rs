@@ -11,7 +11,7 @@ use crate::time;
 
 const COLUMNS: &str =
     "id, store_id, name, email, phone, addresses, accepts_marketing, orders_count,
-                       total_spent_cents, created_at, updated_at";
+                       total_spent_cents, created_at, updated_at, tags";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<CustomerOut> {
     Ok(CustomerOut {
@@ -22,6 +22,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<CustomerOut> {
         phone: r.get(4)?,
         addresses: crate::db::json_column(r, 5)?,
         accepts_marketing: r.get(6)?,
+        tags: crate::db::json_column(r, 11)?,
         orders_count: r.get(7)?,
         total_spent_cents: r.get(8)?,
         created_at: r.get(9)?,
@@ -40,6 +41,35 @@ fn addresses_json(a: &[Address]) -> Result<String, AppError> {
     serde_json::to_string(a).map_err(AppError::internal)
 }
 
+fn tags_json(t: &[String]) -> Result<String, AppError> {
+    serde_json::to_string(t).map_err(AppError::internal)
+}
+
+/// Most tags a customer carries.
+pub const MAX_TAGS: usize = 50;
+
+/// Adds `tag` to the customer: Some(true) when added, Some(false) when the customer had it
+/// (or has [`MAX_TAGS`] already), None when the store has no such customer.
+pub fn add_tag(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CustomerId,
+    tag: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<bool>, AppError> {
+    let Some(c) = get(tx, store, id)? else {
+        return Ok(None);
+    };
+    if c.tags.iter().any(|t| t == tag) || c.tags.len() >= MAX_TAGS {
+        return Ok(Some(false));
+    }
+    let f = Fields {
+        tags: Some([c.tags, vec![tag.to_owned()]].concat()),
+        ..Fields::default()
+    };
+    update(tx, store, id, &f, now).map(Some)
+}
+
 /// The fields a write sets; None leaves a field as it is (on update).
 #[derive(Debug, Default)]
 pub struct Fields {
@@ -49,6 +79,7 @@ pub struct Fields {
     pub phone: Option<Option<String>>,
     pub addresses: Option<Vec<Address>>,
     pub accepts_marketing: Option<bool>,
+    pub tags: Option<Vec<String>>,
 }
 
 pub fn insert(
@@ -61,8 +92,8 @@ pub fn insert(
     crate::db::exec(
         tx,
         "INSERT INTO customers (id, store_id, name, email, phone, addresses, accepts_marketing,
-                                created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+                                created_at, updated_at, tags)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)",
         params![
             id,
             store,
@@ -71,7 +102,8 @@ pub fn insert(
             f.phone.clone().flatten(),
             addresses_json(f.addresses.as_deref().unwrap_or_default())?,
             f.accepts_marketing.unwrap_or(false),
-            time::format(now)
+            time::format(now),
+            tags_json(f.tags.as_deref().unwrap_or_default())?
         ],
     )
     .on_constraint("customers.email", email_taken)?;
@@ -87,13 +119,15 @@ pub fn update(
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
     let addresses = f.addresses.as_deref().map(addresses_json).transpose()?;
+    let tags = f.tags.as_deref().map(tags_json).transpose()?;
     let n = tx
         .execute(
             "UPDATE customers SET name = COALESCE(?3, name),
                     email = CASE WHEN ?4 THEN ?5 ELSE email END,
                     phone = CASE WHEN ?6 THEN ?7 ELSE phone END,
                     addresses = COALESCE(?8, addresses),
-                    accepts_marketing = COALESCE(?9, accepts_marketing), updated_at = ?10
+                    accepts_marketing = COALESCE(?9, accepts_marketing), updated_at = ?10,
+                    tags = COALESCE(?11, tags)
              WHERE store_id = ?1 AND id = ?2",
             params![
                 store,
@@ -105,7 +139,8 @@ pub fn update(
                 f.phone.clone().flatten(),
                 addresses,
                 f.accepts_marketing,
-                time::format(now)
+                time::format(now),
+                tags
             ],
         )
         .on_constraint("customers.email", email_taken)?;

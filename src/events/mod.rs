@@ -1,6 +1,10 @@
 //! The event outbox (spec 6.1): the typed list of events the service emits, and the row and
-//! envelope that record one. Recording is all it does; publishing (record, then enqueue the
-//! deliveries, in the transaction of the change) is the webhooks area's, which calls this.
+//! envelope that record one. Publishing (record, then enqueue the deliveries, in the
+//! transaction of the change) is the webhooks area's, which calls this.
+//!
+//! Besides webhooks, an area may react to store events in the same transaction (workflows
+//! start runs): it registers a [`Listener`] once at start ([`set_listeners`]), so this module
+//! names no area and a reaction commits with its event or not at all.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, params};
@@ -92,9 +96,30 @@ pub fn envelope(name: &str, store_id: Option<StoreId>, timestamp: i64, data_json
     )
 }
 
+/// A store event just recorded, as a [`Listener`] sees it.
+pub struct Recorded<'a> {
+    pub id: EventId,
+    pub store_id: StoreId,
+    pub event: Event,
+    /// The event's `data`, serialized.
+    pub data_json: &'a str,
+    pub at: DateTime<Utc>,
+}
+
+/// Runs in the transaction that records a store event; an error rolls the change back.
+pub type Listener = fn(&Transaction<'_>, &Recorded<'_>) -> Result<(), AppError>;
+
+static LISTENERS: std::sync::OnceLock<&'static [Listener]> = std::sync::OnceLock::new();
+
+/// Sets what reacts to store events. The application sets the same list each time it starts
+/// (a test process starts many), so only the first call counts.
+pub fn set_listeners(listeners: &'static [Listener]) {
+    let _ = LISTENERS.set(listeners);
+}
+
 /// Records `event` with its `data` payload in the outbox, in the caller's transaction, and
-/// nothing else: the webhooks area calls this when it publishes an event, then enqueues the
-/// deliveries in the same transaction.
+/// runs the listeners for a store event: the webhooks area calls this when it publishes an
+/// event, then enqueues the deliveries in the same transaction.
 pub fn record(
     tx: &Transaction<'_>,
     store_id: Option<StoreId>,
@@ -117,6 +142,18 @@ pub fn record(
         time::format(now),
         body
     ])?;
+    if let (Some(store_id), Some(listeners)) = (store_id, LISTENERS.get()) {
+        let recorded = Recorded {
+            id,
+            store_id,
+            event,
+            data_json: &payload,
+            at: now,
+        };
+        for listen in *listeners {
+            listen(tx, &recorded)?;
+        }
+    }
     Ok(id)
 }
 

@@ -85,6 +85,22 @@ pub fn get_channel(
         .optional()?)
 }
 
+/// The store's oldest enabled channel of `kind`: where a message the store starts (a
+/// workflow's step) goes out from.
+pub fn first_enabled_channel(
+    c: &Connection,
+    store: StoreId,
+    kind: super::model::ChannelKind,
+) -> Result<Option<ChannelOut>, AppError> {
+    let sql = format!(
+        "SELECT {CHANNEL_COLUMNS} FROM channels WHERE store_id = ?1 AND kind = ?2 AND enabled = 1
+         ORDER BY created_at, id LIMIT 1"
+    );
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, kind.as_str()], channel_row)
+        .optional()?)
+}
+
 /// The channel a widget names by its public key, whatever its store.
 pub fn channel_by_key(c: &Connection, key: &str) -> Result<Option<ChannelOut>, AppError> {
     let sql = format!("SELECT {CHANNEL_COLUMNS} FROM channels WHERE key = ?1");

@@ -234,6 +234,78 @@ pub async fn send_text(
     result
 }
 
+/// An approved template message from one of the store's numbers (a workflow's
+/// `send_message` step): the only kind the provider lets a business start a conversation with.
+pub struct TemplateMessage<'a> {
+    /// The channel's `phone_number_id` at the provider.
+    pub phone_number_id: &'a str,
+    /// E.164, with or without the `+`.
+    pub to: &'a str,
+    /// The template's name at the provider.
+    pub template: &'a str,
+    /// Its language code (`pt_BR`).
+    pub language: &'a str,
+    /// The body's parameters, in order.
+    pub parameters: &'a [String],
+}
+
+/// Sends a template message with the configured provider; the provider's id for it, as
+/// [`send_text`] answers. `log` keeps the template's name and parameters.
+pub async fn send_template(
+    cfg: &MsgappConfig,
+    db: &Db,
+    msg: TemplateMessage<'_>,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, SendError> {
+    let masked = mask_phone(msg.to);
+    let result = match cfg {
+        MsgappConfig::Log => {
+            let id = format!("log.{}", uuid::Uuid::now_v7());
+            let body = format!("{} [{}]", msg.language, msg.parameters.join(" | "));
+            record(db, msg.to, msg.template, body, now)
+                .await
+                .map(|()| Some(id))
+        }
+        MsgappConfig::Cloud {
+            api_base,
+            token,
+            timeout,
+            ..
+        } => {
+            let url = format!(
+                "{}/{}/messages",
+                api_base.trim_end_matches('/'),
+                msg.phone_number_id
+            );
+            let parameters: Vec<_> = msg
+                .parameters
+                .iter()
+                .map(|p| json!({"type": "text", "text": p}))
+                .collect();
+            let body = json!({
+                "messaging_product": CLOUD_PRODUCT,
+                "to": msg.to.trim_start_matches('+'),
+                "type": "template",
+                "template": {
+                    "name": msg.template,
+                    "language": {"code": msg.language},
+                    "components": [{"type": "body", "parameters": parameters}],
+                },
+            })
+            .to_string();
+            let (token, timeout) = (token.clone(), *timeout);
+            run_blocking(move || post_for_id(&url, &token, &body, timeout)).await
+        }
+    };
+    match &result {
+        Ok(_) => {
+            tracing::info!(to = %masked, template = msg.template, "msgapp template message sent");
+        }
+        Err(e) => tracing::warn!(to = %masked, error = %e, "msgapp template message failed"),
+    }
+    result
+}
+
 /// How much of the provider's answer is read: its id, or its error's explanation.
 const KEEP_ANSWER: u64 = 64 * 1024;
 
@@ -318,11 +390,11 @@ fn post_json(
 async fn record(
     db: &Db,
     to: &str,
-    template: &'static str,
+    template: &str,
     body: String,
     now: DateTime<Utc>,
 ) -> Result<(), SendError> {
-    let to = to.to_owned();
+    let (to, template) = (to.to_owned(), template.to_owned());
     db.write(move |tx| {
         crate::db::exec(
             tx,

@@ -226,6 +226,7 @@ fn seed_customers(
             ))),
             addresses: Some(Vec::new()),
             accepts_marketing: Some(n % 3 == 0),
+            tags: (n % 7 == 0).then(|| vec!["vip".to_owned()]),
         };
         let when = at + Duration::minutes(i64::try_from(n).unwrap_or(0) * 31);
         customers::insert(tx, store, id, &fields, when)?;

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use super::model::{
     VersionOut, VersionSummary, WorkflowIn, WorkflowOut, WorkflowPatch, WorkflowStatus,
 };
+use super::runs::{self, RunIn, RunOut, StartedBy, SubjectType};
 use super::store::{self, Draft, NewWorkflow};
 use super::validate;
 use crate::audit::{self, Actor};
@@ -14,7 +15,7 @@ use crate::http::auth::StoreScope;
 use crate::http::extract::{Json, Path, text};
 use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
-use crate::ids::{StoreId, WorkflowId};
+use crate::ids::{CustomerId, OrderId, StoreId, WorkflowId, WorkflowRunId};
 use crate::state::AppState;
 
 type ErrorBody = crate::error::ErrorBody;
@@ -27,10 +28,8 @@ fn manual() -> serde_json::Value {
     serde_json::json!({"type": "manual"})
 }
 
-/// `version` is an int32 (spec 4.7): anything else names no version and says so.
 fn version_param(v: &str) -> Result<i32, AppError> {
-    v.parse()
-        .map_err(|_| AppError::field("version", "must be an integer (int32)"))
+    crate::http::extract::int32_param("version", v)
 }
 
 fn audited(
@@ -255,6 +254,7 @@ async fn transition(
                 _ => None,
             };
             store::set_status(tx, store, id, from, to, next, now)?;
+            super::runner::schedule(tx, id, next, now)?;
             audited(tx, &actor, &format!("workflow.{action}"), id, now)?;
             store::get(tx, store, id)?.ok_or_else(not_found)
         })
@@ -376,4 +376,121 @@ pub async fn restore_version(
         })
         .await?;
     Ok(Json(out))
+}
+
+/// The workflow's runs, newest first.
+#[utoipa::path(get, path = "/stores/{store_id}/workflows/{workflow_id}/runs", tag = "workflows",
+    security(("bearer" = [])),
+    params(("store_id" = StoreId, Path), ("workflow_id" = WorkflowId, Path), PageQuery),
+    responses((status = 200, body = Page<RunOut>), (status = 404, body = ErrorBody)))]
+pub async fn list_runs(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, WorkflowId)>,
+    Paged(page, _): Paged,
+) -> Result<Json<Page<RunOut>>, AppError> {
+    scope.require(Permission::WorkflowsRead)?;
+    let (store, id) = (scope.store_id, ids.1);
+    if st
+        .db
+        .read(move |c| store::get(c, store, id))
+        .await?
+        .is_none()
+    {
+        return Err(not_found());
+    }
+    let page = page
+        .list(
+            &st.db,
+            &format!("workflow_runs:{id}"),
+            move |c, after, limit, offset| runs::list(c, store, id, after, limit, offset),
+            move |c| runs::count(c, store, id),
+            |r| (r.started_at.clone(), r.id.to_string()),
+            |r| r,
+        )
+        .await?;
+    Ok(Json(page))
+}
+
+/// One run of the workflow.
+#[utoipa::path(get, path = "/stores/{store_id}/workflows/{workflow_id}/runs/{run_id}",
+    tag = "workflows", security(("bearer" = [])),
+    params(("store_id" = StoreId, Path), ("workflow_id" = WorkflowId, Path),
+           ("run_id" = WorkflowRunId, Path)),
+    responses((status = 200, body = RunOut), (status = 404, body = ErrorBody)))]
+pub async fn get_run(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, WorkflowId, WorkflowRunId)>,
+) -> Result<Json<RunOut>, AppError> {
+    scope.require(Permission::WorkflowsRead)?;
+    let (store, id, run) = (scope.store_id, ids.1, ids.2);
+    st.db
+        .read(move |c| runs::get(c, store, id, run))
+        .await?
+        .map(Json)
+        .ok_or_else(|| AppError::not_found("workflow run"))
+}
+
+/// Starts a run of the published version now, about `subject` if given (an order or a
+/// customer of the store). 409 unless the workflow is published.
+#[utoipa::path(post, path = "/stores/{store_id}/workflows/{workflow_id}/run", tag = "workflows",
+    security(("bearer" = [])), params(("store_id" = StoreId, Path), ("workflow_id" = WorkflowId, Path)),
+    request_body(content = Option<RunIn>, description = "Optional; no body runs about nothing in particular."),
+    responses((status = 201, body = RunOut), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn run_workflow(
+    State(st): State<AppState>,
+    scope: StoreScope,
+    Path(ids): Path<(StoreId, WorkflowId)>,
+    input: Option<Json<RunIn>>,
+) -> Result<(StatusCode, Json<RunOut>), AppError> {
+    scope.require(Permission::WorkflowsWrite)?;
+    let subject = input.and_then(|Json(i)| i.subject);
+    let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
+    let out = st
+        .db
+        .write(move |tx| {
+            let w = store::get(tx, store, id)?.ok_or_else(not_found)?;
+            if let Some(s) = &subject {
+                let (known, what) = match s.subject_type {
+                    SubjectType::Order => match s.id.parse::<OrderId>() {
+                        Ok(o) => (
+                            crate::orders::store::order_exists(tx, store, o)?,
+                            "an order",
+                        ),
+                        Err(_) => (false, "an order"),
+                    },
+                    SubjectType::Customer => match s.id.parse::<CustomerId>() {
+                        Ok(c) => (crate::customers::store::exists(tx, store, c)?, "a customer"),
+                        Err(_) => (false, "a customer"),
+                    },
+                };
+                if !known {
+                    return Err(AppError::field(
+                        "subject.id",
+                        format!("is not {what} of this store"),
+                    ));
+                }
+            }
+            let Some(version) = store::published_version(tx, store, id)? else {
+                return Err(AppError::conflict(
+                    ErrorCode::Conflict,
+                    format!(
+                        "the workflow is {}; only a published workflow runs",
+                        w.status.as_str()
+                    ),
+                ));
+            };
+            let how = (subject.as_ref(), StartedBy::Manual, None);
+            let run =
+                super::runner::start(tx, store, &version, id, how, now)?.ok_or_else(|| {
+                    AppError::internal(anyhow::anyhow!("a manual run is never a repeat"))
+                })?;
+            audit::record(tx, &actor, "workflow.run", "workflow", &id.to_string(), now)?;
+            runs::get(tx, store, id, run)?
+                .ok_or_else(|| AppError::internal(anyhow::anyhow!("the run just started")))
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(out)))
 }

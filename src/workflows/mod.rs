@@ -1,7 +1,6 @@
 //! Workflows (issue 18; spec 2.10, 3 "Workflow", 4.7, 7 `workflow_invalid`): customer journeys
 //! a merchant draws as a graph of steps, started by a trigger. This area keeps them and their
-//! versions; running them is the runner's (on the job queue), which reads
-//! [`store::published_version`] and the typed [`model::Graph`] and [`model::Trigger`].
+//! versions; [`runner`] runs them on the job queue (its header has the run's invariants).
 //!
 //! Invariants:
 //! - Saving (create, PATCH, restore) edits the draft (`graph`, `trigger`) only; the live copy
@@ -15,13 +14,14 @@
 //!   draft and answers the workflow (publishing makes it fire).
 //! - Status: draft -> published (publish), published -> paused (pause), paused -> published
 //!   (resume or publish); pause and resume from any other state are 409 `conflict`.
-//! - `next_fire_at` is set only while published with a schedule trigger. Cron expressions
-//!   are evaluated in UTC for now: the trigger records the store's `timezone`, but no time
-//!   zone database is built in (chrono-tz is not a dependency).
+//! - `next_fire_at` is set only while published with a schedule trigger; a cron is read in
+//!   the store's time zone (the trigger records it on save).
 //! - Every write records its audit entry in its transaction; every query is scoped by store.
 
 pub mod handlers;
 pub mod model;
+pub mod runner;
+pub mod runs;
 pub mod store;
 pub mod validate;
 
@@ -49,6 +49,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(handlers::list_versions))
         .routes(routes!(handlers::get_version))
         .routes(routes!(handlers::restore_version))
+        .routes(routes!(handlers::list_runs))
+        .routes(routes!(handlers::get_run))
+        .routes(routes!(handlers::run_workflow))
 }
 
 /// What validation needs to know about the store and the server.
@@ -76,6 +79,7 @@ pub fn publish(
     let trigger = validate::check(&w.graph, &trigger_json(&w.trigger)?, &ctx)?;
     let next = validate::next_fire(&trigger, now);
     store::publish(tx, store, id, &trigger, by, next, now)?;
+    runner::schedule(tx, id, next, now)?;
     store::get(tx, store, id)
 }
 

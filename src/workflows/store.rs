@@ -312,6 +312,16 @@ pub fn published_version(
     }
 }
 
+/// The store's locale (its organization's, `pt-BR`): a template's default language.
+pub fn locale(c: &Connection, store: StoreId) -> Result<String, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT t.locale FROM stores s JOIN tenants t ON t.id = s.tenant_id WHERE s.id = ?1",
+    )?
+    .query_row(params![store], |r| r.get(0))
+    .optional()?
+    .unwrap_or_else(|| "pt-BR".to_owned()))
+}
+
 /// The store's time zone (its organization's), which schedule triggers run in.
 pub fn timezone(c: &Connection, store: StoreId) -> Result<String, AppError> {
     Ok(c.prepare_cached(

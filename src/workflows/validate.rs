@@ -151,8 +151,8 @@ fn check_step(step: &Step, ctx: &Context) -> Vec<String> {
             }
         }
         Step::TagCustomer(t) => {
-            if !text_ok(&t.tag, 50) {
-                out.push("config.tag must be 1 to 50 characters".into());
+            if let Err(m) = crate::customers::model::tag(&t.tag) {
+                out.push(format!("config.tag {m}"));
             }
         }
         Step::Webhook | Step::End => {}
@@ -466,15 +466,28 @@ pub fn parse_cron(expr: &str) -> Result<croner::Cron, String> {
 }
 
 /// When a published trigger fires next after `now`: None for triggers that are not a
-/// schedule. Cron times are taken in UTC (see the module header).
+/// schedule. A cron is read on the wall clock of the trigger's `timezone` (the store's; UTC
+/// when it names no zone), so `0 9 * * 1` is 9 o'clock there, summer time or not.
 pub fn next_fire(t: &Trigger, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     match t {
         Trigger::Schedule {
             every_seconds: Some(s),
             ..
         } => Some(now + Duration::seconds(*s)),
-        Trigger::Schedule { cron: Some(c), .. } => {
-            parse_cron(c).ok()?.find_next_occurrence(&now, false).ok()
+        Trigger::Schedule {
+            cron: Some(c),
+            timezone,
+            ..
+        } => {
+            let tz: chrono_tz::Tz = timezone
+                .as_deref()
+                .and_then(|z| z.parse().ok())
+                .unwrap_or(chrono_tz::UTC);
+            let next = parse_cron(c)
+                .ok()?
+                .find_next_occurrence(&now.with_timezone(&tz), false)
+                .ok()?;
+            Some(next.with_timezone(&Utc))
         }
         _ => None,
     }

@@ -473,9 +473,15 @@ async fn a_restore_saves_the_old_system_as_a_new_version() {
         .collect();
     assert_eq!(events, [2, 3, 4]);
 
-    // Unknown versions, and versions that are not int32s, are 404; nothing is saved.
-    for v in ["99", "0", "-1", "abc", "1.5", "2147483648"] {
+    // Unknown versions are 404, versions that are not int32s 422 (as on the workflow
+    // routes); nothing is saved.
+    for v in ["99", "0", "-1"] {
         shop.restore_brand(v).await.expect_error(404, "not_found");
+    }
+    for v in ["abc", "1.5", "2147483648"] {
+        let r = shop.restore_brand(v).await;
+        r.expect_error(422, "validation_failed");
+        assert!(r.body["details"]["fields"]["version"].is_string());
     }
     assert_eq!(shop.brand().await["version"], 4);
 }

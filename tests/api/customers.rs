@@ -188,3 +188,49 @@ async fn customers_are_created_searched_changed_and_deleted_with_their_events() 
         .await
         .expect_error(403, "missing_permission");
 }
+
+#[tokio::test]
+async fn tags_are_trimmed_kept_once_and_checked() {
+    let app = spawn_app().await;
+    let (token, _) = app.member("owner@example.com").await;
+    let store = app.open_store(&token, "Org").await;
+    let base = format!("/v1/stores/{store}/customers");
+    let c = app
+        .call(
+            post(),
+            &base,
+            &token,
+            Some(json!({"name": "Ana", "tags": [" vip ", "vip", "atacado"]})),
+        )
+        .await;
+    c.expect(201);
+    assert_eq!(c.body["tags"], json!(["vip", "atacado"]));
+    let one = format!("{base}/{}", c.body["id"].as_str().unwrap());
+
+    // A bad tag names its place; too many tags is refused; nothing changes.
+    let r = app
+        .call(patch(), &one, &token, Some(json!({"tags": ["ok", "  "]})))
+        .await;
+    r.expect_error(422, "validation_failed");
+    assert!(r.body["details"]["fields"]["tags[1]"].is_string());
+    let many: Vec<String> = (0..51).map(|i| format!("t{i}")).collect();
+    app.call(patch(), &one, &token, Some(json!({"tags": many})))
+        .await
+        .expect_error(422, "validation_failed");
+    let long = "x".repeat(65);
+    app.call(patch(), &one, &token, Some(json!({"tags": [long]})))
+        .await
+        .expect_error(422, "validation_failed");
+    let now = app.call(get(), &one, &token, None).await;
+    assert_eq!(now.body["tags"], json!(["vip", "atacado"]));
+
+    // PATCH replaces them; other fields leave them alone.
+    let r = app
+        .call(patch(), &one, &token, Some(json!({"tags": ["novo"]})))
+        .await;
+    assert_eq!(r.body["tags"], json!(["novo"]));
+    let r = app
+        .call(patch(), &one, &token, Some(json!({"name": "Ana Lima"})))
+        .await;
+    assert_eq!(r.body["tags"], json!(["novo"]));
+}

@@ -39,5 +39,6 @@ mod tenants;
 mod two_factor;
 mod webhooks;
 mod widget;
+mod workflow_runs;
 mod workflows;
 mod writes;

@@ -855,6 +855,21 @@ async fn the_authorization_table_for_store_routes() {
             Some("workflows.write"),
             &["owner", "admin"],
         ),
+        // Runs: a manual run of the published version, and the list of runs.
+        (
+            post(),
+            format!("{workflow_path}/run"),
+            None,
+            Some("workflows.write"),
+            &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{workflow_path}/runs"),
+            None,
+            Some("workflows.read"),
+            all_roles,
+        ),
         // The brand system (issue 18). Generating needs the model's answer: tests/api/brand.rs.
         (
             get(),

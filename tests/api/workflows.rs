@@ -649,7 +649,10 @@ async fn a_schedule_sets_next_fire_at_on_the_test_clock_while_published() {
     assert!(w["next_fire_at"].is_null());
     let p = s.call(post(), &s.path(&w, "/publish"), None).await;
     p.expect(200);
-    assert_eq!(p.body["next_fire_at"], "2026-11-09T09:00:00.000000Z");
+    assert_eq!(
+        p.body["next_fire_at"], "2026-11-09T12:00:00.000000Z",
+        "9:00 in São Paulo"
+    );
 
     // Paused: no fire time. Resumed two weeks later: the next one after then.
     s.call(post(), &s.path(&w, "/pause"), None)
@@ -660,7 +663,7 @@ async fn a_schedule_sets_next_fire_at_on_the_test_clock_while_published() {
     s.app.clock.advance(chrono::Duration::days(14));
     let r = s.call(post(), &s.path(&w, "/resume"), None).await;
     r.expect(200);
-    assert_eq!(r.body["next_fire_at"], "2026-11-23T09:00:00.000000Z");
+    assert_eq!(r.body["next_fire_at"], "2026-11-23T12:00:00.000000Z");
 
     // every_seconds counts from the publish.
     let e = s

@@ -201,6 +201,19 @@ impl TestApp {
         assert_eq!(ran, merchant_admin::jobs::Outcome::Ran);
     }
 
+    /// Runs the default queue's due jobs one by one until none is due (for apps with no
+    /// workers); how many ran.
+    pub async fn drain_jobs(&self) -> usize {
+        let mut ran = 0;
+        while merchant_admin::jobs::run_once(&self.state).await.unwrap()
+            == merchant_admin::jobs::Outcome::Ran
+        {
+            ran += 1;
+            assert!(ran < 10_000, "the queue never ran dry");
+        }
+        ran
+    }
+
     pub fn clock_now(&self) -> chrono::DateTime<Utc> {
         use merchant_admin::clock::Clock;
         self.clock.now()
