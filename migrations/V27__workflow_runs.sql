@@ -15,6 +15,8 @@ CREATE TABLE workflow_runs (
     -- how it started: manual, schedule or event
     started_by   TEXT NOT NULL CHECK (started_by IN ('manual', 'schedule', 'event')),
     current_node TEXT,
+    -- steps taken: a run is stopped past the runner's cap (a loop that never ends)
+    steps        INTEGER NOT NULL DEFAULT 0,
     error        TEXT,
     started_at   TEXT NOT NULL,
     finished_at  TEXT,
@@ -23,6 +25,9 @@ CREATE TABLE workflow_runs (
 );
 -- The runs list, newest first, keyset-paged on (started_at, id).
 CREATE INDEX workflow_runs_by_started ON workflow_runs (workflow_id, started_at, id);
+-- The hourly sweep's runs in flight, and the cleanup's finished runs.
+CREATE INDEX workflow_runs_in_flight ON workflow_runs (status) WHERE finished_at IS NULL;
+CREATE INDEX workflow_runs_finished ON workflow_runs (finished_at) WHERE finished_at IS NOT NULL;
 
 -- Which store event a published workflow waits for, read from its live trigger, so that
 -- recording an event finds the workflows it starts with one index lookup.

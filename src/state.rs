@@ -125,6 +125,16 @@ fn job_registry() -> crate::jobs::Registry {
             crate::workflows::runner::fire(&st, job).await
         },
     );
+    r.handle(|st, crate::workflows::runner::WorkflowSweep| async move {
+        crate::workflows::runner::sweep(&st).await
+    });
+    r.recurring(
+        "the workflow runs' sweep",
+        crate::workflows::runner::ensure_sweep,
+    );
+    r.purge("finished workflow runs", |tx, now, _| {
+        crate::workflows::runs::purge_finished(tx, now - crate::workflows::runner::KEEP_RUNS)
+    });
     r.handle(|st, job: crate::orders::refunds::RefundCheck| async move {
         crate::orders::refunds::check(&st, job.refund_id).await
     });

@@ -48,26 +48,40 @@ fn tags_json(t: &[String]) -> Result<String, AppError> {
 /// Most tags a customer carries.
 pub const MAX_TAGS: usize = 50;
 
-/// Adds `tag` to the customer: Some(true) when added, Some(false) when the customer had it
-/// (or has [`MAX_TAGS`] already), None when the store has no such customer.
+/// What [`add_tag`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tagged {
+    Added,
+    /// The customer had it: nothing changed.
+    Had,
+    /// The customer has [`MAX_TAGS`] already: nothing changed.
+    Full,
+    NoSuchCustomer,
+}
+
+/// Adds `tag` to the customer.
 pub fn add_tag(
     tx: &Transaction<'_>,
     store: StoreId,
     id: CustomerId,
     tag: &str,
     now: DateTime<Utc>,
-) -> Result<Option<bool>, AppError> {
+) -> Result<Tagged, AppError> {
     let Some(c) = get(tx, store, id)? else {
-        return Ok(None);
+        return Ok(Tagged::NoSuchCustomer);
     };
-    if c.tags.iter().any(|t| t == tag) || c.tags.len() >= MAX_TAGS {
-        return Ok(Some(false));
+    if c.tags.iter().any(|t| t == tag) {
+        return Ok(Tagged::Had);
+    }
+    if c.tags.len() >= MAX_TAGS {
+        return Ok(Tagged::Full);
     }
     let f = Fields {
         tags: Some([c.tags, vec![tag.to_owned()]].concat()),
         ..Fields::default()
     };
-    update(tx, store, id, &f, now).map(Some)
+    update(tx, store, id, &f, now)?;
+    Ok(Tagged::Added)
 }
 
 /// The fields a write sets; None leaves a field as it is (on update).

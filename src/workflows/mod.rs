@@ -54,6 +54,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(handlers::run_workflow))
 }
 
+/// Published (or paused) workflows started by events, per store: each is looked at in the
+/// transaction of every store event, so their number is bounded.
+pub const MAX_EVENT_WORKFLOWS: i64 = 50;
+
 /// What validation needs to know about the store and the server.
 pub fn context(c: &Connection, store: StoreId, smtp: bool) -> Result<validate::Context, AppError> {
     Ok(validate::Context {
@@ -77,6 +81,18 @@ pub fn publish(
     };
     let ctx = context(tx, store, smtp)?;
     let trigger = validate::check(&w.graph, &trigger_json(&w.trigger)?, &ctx)?;
+    if matches!(trigger, model::Trigger::Event { .. })
+        && store::count_event_workflows(tx, store, id)? >= MAX_EVENT_WORKFLOWS
+    {
+        return Err(validate::invalid(&[model::Problem {
+            node_id: None,
+            edge: None,
+            message: format!(
+                "a store can have at most {MAX_EVENT_WORKFLOWS} published workflows started by \
+                 events (pause or delete one)"
+            ),
+        }]));
+    }
     let next = validate::next_fire(&trigger, now);
     store::publish(tx, store, id, &trigger, by, next, now)?;
     runner::schedule(tx, id, next, now)?;

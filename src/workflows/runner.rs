@@ -12,9 +12,15 @@
 //!   queue keeps it across restarts.
 //! - A step that fails is retried with the queue's backoff; a failure retrying cannot fix (no
 //!   phone, no channel, a refusal) or the last attempt marks the run `failed` with the error.
+//!   The hourly [`WorkflowSweep`] fails runs whose step job is gone (its last attempt died
+//!   with the server), so no run stays `running` for good.
+//! - A run takes at most [`MAX_STEPS`] steps (validation paces loops with an hour's wait);
+//!   past that it fails.
+//! - A step of a paused workflow holds: it looks again every [`HOLD`] until resumed.
 //! - A schedule is one [`WorkflowFire`] job per fire time; publish and resume enqueue it, the
-//!   fire enqueues the next. A fire whose time is no longer the workflow's `next_fire_at`
-//!   (republished, paused) does nothing.
+//!   fire enqueues the next, in the store's time zone as it is then. A fire whose time is no
+//!   longer the workflow's `next_fire_at` (republished, paused) does nothing; the sweep
+//!   enqueues the fire of a published schedule that has none.
 
 use std::fmt::Write as _;
 
@@ -27,6 +33,7 @@ use super::model::{Op, Predicate, Step, Trigger, VersionOut};
 use super::runs::{self, NewRun, RunOut, RunStatus, StartedBy, Subject, SubjectType};
 use super::{store, validate};
 use crate::audit::Actor;
+use crate::customers::store::Tagged;
 use crate::error::AppError;
 use crate::events::{Event, Recorded};
 use crate::ids::{CustomerId, EventId, OrderId, StoreId, WorkflowId, WorkflowRunId};
@@ -68,6 +75,99 @@ impl JobKind for WorkflowFire {
     fn max_attempts(&self) -> u32 {
         5
     }
+}
+
+/// Most steps a run takes before it fails.
+pub const MAX_STEPS: i64 = 1000;
+
+/// How often a step of a paused workflow looks again.
+pub const HOLD: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Finished runs are kept this long.
+pub const KEEP_RUNS: chrono::Duration = chrono::Duration::days(90);
+
+/// Fails the runs whose step job is gone, and enqueues the fire of every published schedule
+/// that has none waiting (the scheduler makes sure one is queued every hour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowSweep;
+
+impl JobKind for WorkflowSweep {
+    const KIND: &'static str = "workflow_sweep";
+
+    fn max_attempts(&self) -> u32 {
+        3
+    }
+}
+
+/// Enqueues a sweep unless one is waiting or running ([`crate::jobs::Registry::recurring`]).
+pub fn ensure_sweep(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
+    let pending: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM jobs WHERE kind = ?1 AND state IN ('queued', 'running'))",
+        [WorkflowSweep::KIND],
+        |r| r.get(0),
+    )?;
+    if !pending {
+        jobs::enqueue(tx, &WorkflowSweep, now)?;
+    }
+    Ok(())
+}
+
+/// The sweep: runs whose step job is gone fail; schedules without a fire job get one.
+pub async fn sweep(st: &AppState) -> anyhow::Result<()> {
+    let now = st.clock.now();
+    let (failed, scheduled) = st
+        .db
+        .write_to_finish(move |tx| {
+            let mut live = std::collections::HashSet::new();
+            let mut firing = std::collections::HashSet::new();
+            let mut pending = tx.prepare_cached(
+                "SELECT kind, payload FROM jobs
+                 WHERE kind IN (?1, ?2) AND state IN ('queued', 'running')",
+            )?;
+            let rows = pending.query_map([WorkflowStep::KIND, WorkflowFire::KIND], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?;
+            for row in rows {
+                let (kind, payload) = row?;
+                let Ok(job) = serde_json::from_str::<jobs::StoredJob>(&payload) else {
+                    continue;
+                };
+                if kind == WorkflowStep::KIND {
+                    live.extend(job.read::<WorkflowStep>().map(|j| j.run_id));
+                } else {
+                    firing.extend(job.read::<WorkflowFire>().map(|j| j.workflow_id));
+                }
+            }
+            drop(pending);
+            let failed = runs::fail_lost(tx, &live, now)?;
+            let due: Vec<(WorkflowId, String)> = tx
+                .prepare_cached(
+                    "SELECT id, next_fire_at FROM workflows
+                     WHERE next_fire_at IS NOT NULL AND status = 'published'",
+                )?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            let mut scheduled = 0;
+            for (id, at) in due.into_iter().filter(|(id, _)| !firing.contains(id)) {
+                let job = WorkflowFire {
+                    workflow_id: id,
+                    at: at.clone(),
+                };
+                let when = time::parse(&at).unwrap_or(now).max(now);
+                jobs::enqueue_at(tx, &job, when, now)?;
+                scheduled += 1;
+            }
+            Ok((failed, scheduled))
+        })
+        .await?;
+    if failed + scheduled > 0 {
+        tracing::warn!(
+            failed,
+            scheduled,
+            "workflow sweep: lost runs failed, schedules re-armed"
+        );
+    }
+    Ok(())
 }
 
 /// Enqueues the fire job of a schedule's next time (publish, resume, a fire).
@@ -187,7 +287,7 @@ pub fn on_event(tx: &Transaction<'_>, e: &Recorded<'_>) -> Result<(), AppError> 
 pub async fn fire(st: &AppState, job: WorkflowFire) -> anyhow::Result<()> {
     let now = st.clock.now();
     st.db
-        .write(move |tx| {
+        .write_to_finish(move |tx| {
             let due: Option<StoreId> = tx
                 .query_row(
                     "SELECT store_id FROM workflows
@@ -202,9 +302,14 @@ pub async fn fire(st: &AppState, job: WorkflowFire) -> anyhow::Result<()> {
             let Some(version) = store::published_version(tx, store, job.workflow_id)? else {
                 return Ok(());
             };
-            // Fire times missed while the server was down are skipped: the next is after now.
+            // Fire times missed while the server was down are skipped: the next is after now,
+            // on the store's clock as it is now (its time zone may have changed).
             let at = time::parse(&job.at).unwrap_or(now);
-            let next = validate::next_fire(&version.trigger, now.max(at));
+            let mut trigger = version.trigger.clone();
+            if let Trigger::Schedule { timezone, .. } = &mut trigger {
+                *timezone = Some(store::timezone(tx, store)?);
+            }
+            let next = validate::next_fire(&trigger, now.max(at));
             crate::db::exec(
                 tx,
                 "UPDATE workflows SET next_fire_at = ?2 WHERE id = ?1",
@@ -253,19 +358,23 @@ impl From<AppError> for StepError {
 struct Loaded {
     run: RunOut,
     store: StoreId,
-    version: VersionOut,
+    steps: i64,
+    /// None when the run's version is gone (it never should be: versions are immutable).
+    version: Option<VersionOut>,
+    /// Whether the workflow is paused: its runs hold where they are.
+    paused: bool,
     /// `{"order": .., "customer": ..}` as far as the run has them; conditions and the
     /// `{{..}}` fields of messages read it.
     seen: Value,
 }
 
 fn load(c: &Connection, id: WorkflowRunId) -> Result<Option<Loaded>, AppError> {
-    let Some((run, store)) = runs::get_for_runner(c, id)? else {
+    let Some((run, store, steps)) = runs::get_for_runner(c, id)? else {
         return Ok(None);
     };
-    let Some(version) = store::version(c, store, run.workflow_id, run.version)? else {
-        return Ok(None);
-    };
+    let version = store::version(c, store, run.workflow_id, run.version)?;
+    let paused = store::get(c, store, run.workflow_id)?
+        .is_some_and(|w| w.status == super::model::WorkflowStatus::Paused);
     let mut seen = serde_json::Map::new();
     let mut customer: Option<CustomerId> = None;
     match &run.subject {
@@ -300,7 +409,9 @@ fn load(c: &Connection, id: WorkflowRunId) -> Result<Option<Loaded>, AppError> {
     Ok(Some(Loaded {
         run,
         store,
+        steps,
         version,
+        paused,
         seen: Value::Object(seen),
     }))
 }
@@ -324,7 +435,20 @@ pub async fn run_step(st: &AppState, job: WorkflowStep) -> anyhow::Result<()> {
         // Moved on already: this job ran before (a retry after a crash) or the run ended.
         return Ok(());
     }
-    let result = execute(st, &l, &job).await;
+    if l.paused {
+        let (again, now) = (job.clone(), st.clock.now());
+        st.db
+            .write_to_finish(move |tx| jobs::enqueue_at(tx, &again, now + HOLD, now).map(|_| ()))
+            .await?;
+        return Ok(());
+    }
+    let result = match &l.version {
+        _ if l.steps >= MAX_STEPS => Err(StepError::permanent(format!(
+            "the run took {MAX_STEPS} steps without ending"
+        ))),
+        None => Err(StepError::permanent("the run's version is gone")),
+        Some(v) => execute(st, &l, v, &job).await,
+    };
     let Err(e) = result else { return Ok(()) };
     let last = jobs::attempt().is_none_or(jobs::Attempt::is_last);
     let now = st.clock.now();
@@ -332,7 +456,7 @@ pub async fn run_step(st: &AppState, job: WorkflowStep) -> anyhow::Result<()> {
     if e.permanent || last {
         tracing::warn!(run = %id, node, error = %e.message, "workflow run failed");
         st.db
-            .write(move |tx| {
+            .write_to_finish(move |tx| {
                 runs::step(
                     tx,
                     id,
@@ -352,14 +476,18 @@ pub async fn run_step(st: &AppState, job: WorkflowStep) -> anyhow::Result<()> {
         };
     }
     st.db
-        .write(move |tx| runs::note_error(tx, id, &node, &message, now))
+        .write_to_finish(move |tx| runs::note_error(tx, id, &node, &message, now))
         .await?;
     Err(anyhow::anyhow!(e.message))
 }
 
-async fn execute(st: &AppState, l: &Loaded, job: &WorkflowStep) -> Result<(), StepError> {
-    let node = l
-        .version
+async fn execute(
+    st: &AppState,
+    l: &Loaded,
+    version: &VersionOut,
+    job: &WorkflowStep,
+) -> Result<(), StepError> {
+    let node = version
         .graph
         .node(&job.node_id)
         .ok_or_else(|| StepError::permanent("the node is not in the run's version"))?;
@@ -397,7 +525,7 @@ async fn execute(st: &AppState, l: &Loaded, job: &WorkflowStep) -> Result<(), St
             return Ok(());
         }
         Step::Wait(_) => {
-            let v = l.version.clone();
+            let v = version.clone();
             st.db
                 .write(move |tx| advance(tx, id, &v, (&from, RunStatus::Waiting), None, now))
                 .await?;
@@ -405,7 +533,7 @@ async fn execute(st: &AppState, l: &Loaded, job: &WorkflowStep) -> Result<(), St
         }
         Step::Condition(p) => {
             let branch = holds(&p, &l.seen);
-            let v = l.version.clone();
+            let v = version.clone();
             st.db
                 .write(move |tx| {
                     advance(tx, id, &v, (&from, RunStatus::Running), Some(branch), now)
@@ -417,14 +545,17 @@ async fn execute(st: &AppState, l: &Loaded, job: &WorkflowStep) -> Result<(), St
         Step::SendEmail(e) => send_email(st, l, &e).await?,
         Step::TagCustomer(t) => {
             let customer = customer_id(l)?;
-            let v = l.version.clone();
+            let v = version.clone();
             let tagged = st
                 .db
                 .write(move |tx| {
                     let tenant = crate::orders::store::tenant_of(tx, store)?;
                     match customers::store::add_tag(tx, store, customer, &t.tag, now)? {
-                        None => return Ok(false),
-                        Some(true) => {
+                        Tagged::NoSuchCustomer => {
+                            return Ok(Err("the run's customer no longer exists"));
+                        }
+                        Tagged::Full => return Ok(Err("the customer has 50 tags already")),
+                        Tagged::Added => {
                             let c = customers::store::get(tx, store, customer)?
                                 .ok_or_else(|| AppError::not_found("customer"))?;
                             let actor = Actor {
@@ -441,20 +572,16 @@ async fn execute(st: &AppState, l: &Loaded, job: &WorkflowStep) -> Result<(), St
                         }
                         // Tagged already: nothing changes, so no event (a workflow started by
                         // `customers.updated` that tags does not start itself again).
-                        Some(false) => {}
+                        Tagged::Had => {}
                     }
                     advance(tx, id, &v, (&from, RunStatus::Running), None, now)?;
-                    Ok(true)
+                    Ok(Ok(()))
                 })
                 .await?;
-            return if tagged {
-                Ok(())
-            } else {
-                Err(StepError::permanent("the run's customer no longer exists"))
-            };
+            return tagged.map_err(StepError::permanent);
         }
         Step::Webhook => {
-            let v = l.version.clone();
+            let v = version.clone();
             let data = json!({
                 "workflow_id": l.run.workflow_id,
                 "version": l.run.version,
@@ -489,10 +616,10 @@ async fn execute(st: &AppState, l: &Loaded, job: &WorkflowStep) -> Result<(), St
             return Ok(());
         }
     }
-    // A send went out: move on.
-    let (v, now) = (l.version.clone(), st.clock.now());
+    // A send went out: move on, whatever the write queue's load (a refusal would send again).
+    let (v, now) = (version.clone(), st.clock.now());
     st.db
-        .write(move |tx| advance(tx, id, &v, (&from, RunStatus::Running), None, now))
+        .write_to_finish(move |tx| advance(tx, id, &v, (&from, RunStatus::Running), None, now))
         .await?;
     Ok(())
 }
@@ -611,12 +738,8 @@ async fn send_email(
         })?;
     let mail = crate::mail::Outgoing {
         hello_name: from.email.domain().to_owned(),
-        message_id: format!(
-            "<{}.{}@{}>",
-            l.run.id,
-            l.run.current_node.as_deref().unwrap_or(""),
-            from.email.domain()
-        ),
+        // Fresh for each send: a loop's second mail is not a duplicate of its first.
+        message_id: format!("<{}@{}>", uuid::Uuid::now_v7(), from.email.domain()),
         from,
         to,
         subject: render(&e.subject, &l.seen),

@@ -160,13 +160,18 @@ pub fn get(
         .map(|(r, _)| r))
 }
 
-/// A run by its id alone, with its store: for the runner's jobs, which carry only the id.
+/// A run by its id alone, with its store and the steps it took: for the runner's jobs,
+/// which carry only the id.
 pub fn get_for_runner(
     c: &Connection,
     id: WorkflowRunId,
-) -> Result<Option<(RunOut, StoreId)>, AppError> {
-    let sql = format!("SELECT {COLUMNS} FROM workflow_runs WHERE id = ?1");
-    Ok(c.prepare_cached(&sql)?.query_row([id], row).optional()?)
+) -> Result<Option<(RunOut, StoreId, i64)>, AppError> {
+    let sql = format!("SELECT {COLUMNS}, steps FROM workflow_runs WHERE id = ?1");
+    Ok(c.prepare_cached(&sql)?
+        .query_row([id], |r| {
+            row(r).and_then(|(run, store)| Ok((run, store, r.get(12)?)))
+        })
+        .optional()?)
 }
 
 /// The workflow's runs, newest first.
@@ -217,7 +222,7 @@ pub fn step(
     let n = crate::db::exec(
         tx,
         "UPDATE workflow_runs SET current_node = ?4, status = ?5, error = ?6, finished_at = ?7,
-                                  updated_at = ?8
+                                  updated_at = ?8, steps = steps + 1
          WHERE id = ?1 AND current_node = ?2 AND status = ?3",
         params![id, from.0, from.1, to.0, to.1, error, finished, now_s],
     )?;
@@ -239,4 +244,39 @@ pub fn note_error(
         params![id, node, error, time::format(now)],
     )?;
     Ok(())
+}
+
+/// Fails every run in flight whose step has no job waiting or running: its last attempt died
+/// with the process that held it, or its job was lost. `live` are the runs the queue still
+/// holds a step of. Returns how many failed.
+pub fn fail_lost(
+    tx: &Transaction<'_>,
+    live: &std::collections::HashSet<WorkflowRunId>,
+    now: DateTime<Utc>,
+) -> Result<usize, AppError> {
+    let in_flight: Vec<(WorkflowRunId, String, RunStatus)> = tx
+        .prepare_cached(
+            "SELECT id, current_node, status FROM workflow_runs
+             WHERE finished_at IS NULL AND status IN ('running', 'waiting')",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut failed = 0;
+    for (id, node, status) in in_flight.into_iter().filter(|r| !live.contains(&r.0)) {
+        let to = (Some(node.as_str()), RunStatus::Failed);
+        let why = "the step's job stopped for good (its last attempt ended with the server)";
+        if step(tx, id, (&node, status), to, Some(why), now)? {
+            failed += 1;
+        }
+    }
+    Ok(failed)
+}
+
+/// Deletes runs that finished before `before`.
+pub fn purge_finished(tx: &Transaction<'_>, before: DateTime<Utc>) -> Result<usize, AppError> {
+    Ok(crate::db::exec(
+        tx,
+        "DELETE FROM workflow_runs WHERE finished_at IS NOT NULL AND finished_at < ?1",
+        [time::format(before)],
+    )?)
 }

@@ -312,6 +312,19 @@ pub fn published_version(
     }
 }
 
+/// The store's published or paused workflows started by events, other than `except`.
+pub fn count_event_workflows(
+    c: &Connection,
+    store: StoreId,
+    except: WorkflowId,
+) -> Result<i64, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT COUNT(*) FROM workflows
+         WHERE store_id = ?1 AND trigger_event IS NOT NULL AND id != ?2",
+    )?
+    .query_row(params![store, except], |r| r.get(0))?)
+}
+
 /// The store's locale (its organization's, `pt-BR`): a template's default language.
 pub fn locale(c: &Connection, store: StoreId) -> Result<String, AppError> {
     Ok(c.prepare_cached(

@@ -14,6 +14,8 @@ use crate::events::Event;
 pub const MAX_NODES: usize = 200;
 const MAX_EDGES: usize = 400;
 const MAX_WAIT_SECONDS: i64 = 365 * 24 * 3600;
+/// The shortest wait on a loop: a looping journey turns at most once an hour.
+pub const MIN_LOOP_WAIT_SECONDS: i64 = 3600;
 /// A schedule faster than this is a loop, not a journey.
 const MIN_EVERY_SECONDS: i64 = 60;
 
@@ -320,6 +322,25 @@ fn check_graph(g: &Graph, ctx: &Context) -> Vec<Problem> {
             cycle[0],
             format!("a cycle without a wait: {}", cycle.join(" -> ")),
         ));
+    }
+    // A wait on a loop paces it: `until` would be past after the first turn, and a short
+    // wait would send a message every few seconds for as long as the run lasts.
+    let all: Vec<(&str, &str)> = good_edges
+        .iter()
+        .map(|e| (e.from.as_str(), e.to.as_str()))
+        .collect();
+    for id in cycles(&all).into_iter().flatten() {
+        if let Some(Step::Wait(w)) = steps.get(id)
+            && w.seconds.is_none_or(|s| s < MIN_LOOP_WAIT_SECONDS)
+        {
+            problems.push(node_problem(
+                id,
+                format!(
+                    "a wait on a loop needs config.seconds of at least {MIN_LOOP_WAIT_SECONDS} \
+                     (an hour)"
+                ),
+            ));
+        }
     }
     problems
 }

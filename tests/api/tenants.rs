@@ -356,6 +356,11 @@ async fn the_authorization_table_for_store_routes() {
     app.call(post(), &format!("{workflow_path}/publish"), &owner, None)
         .await
         .expect(200);
+    let run = app
+        .call(post(), &format!("{workflow_path}/run"), &owner, None)
+        .await;
+    run.expect(201);
+    let run_path = format!("{workflow_path}/runs/{}", run.body["id"].as_str().unwrap());
     let inbox_writers: &'static [&'static str] = &["owner", "admin", "staff"];
     let brand = app.get_as(&format!("{p}/brand-system"), &owner).await.body["system"].clone();
     let table: Vec<Case> = vec![
@@ -870,6 +875,7 @@ async fn the_authorization_table_for_store_routes() {
             Some("workflows.read"),
             all_roles,
         ),
+        (get(), run_path, None, Some("workflows.read"), all_roles),
         // The brand system (issue 18). Generating needs the model's answer: tests/api/brand.rs.
         (
             get(),

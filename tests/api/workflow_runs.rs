@@ -691,3 +691,271 @@ async fn manual_runs_need_a_published_workflow_and_a_subject_of_the_store() {
     assert_eq!(page["total"], 1);
     assert_eq!(page["data"][0]["id"], run.body["id"]);
 }
+
+/// Runs the hourly sweep now (as the scheduler's hourly check would enqueue it).
+async fn sweep(app: &TestApp) {
+    let now = app.clock_now();
+    app.state
+        .db
+        .write(move |tx| merchant_admin::workflows::runner::ensure_sweep(tx, now))
+        .await
+        .unwrap();
+    app.drain_jobs().await;
+}
+
+/// SQL on the test's own database, for what only a crash or a lost job would leave.
+async fn exec(app: &TestApp, sql: &'static str) -> usize {
+    app.state
+        .db
+        .write(move |tx| Ok(tx.execute(sql, [])?))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn pausing_holds_runs_in_flight_and_deleting_ends_them() {
+    let s = shop(None).await;
+    let rx = Receiver::start().await;
+    s.subscribe(&rx, &["workflow.step"]).await;
+    let graph = json!({"nodes": [node("wait", "wait", json!({"seconds": 3600})),
+                                 node("hook", "webhook", json!({}))],
+                       "edges": [edge("wait", "hook")]});
+    let w = s.published(graph.clone(), json!({"type": "manual"})).await;
+    let run = s.app.call(post(), &s.wf(&w, "/run"), &s.token, None).await;
+    run.expect(201);
+    let one = s.wf(&w, &format!("/runs/{}", run.body["id"].as_str().unwrap()));
+    s.app.drain_jobs().await;
+
+    // Paused while it waits: its time comes and goes, and it holds.
+    s.app
+        .call(post(), &s.wf(&w, "/pause"), &s.token, None)
+        .await
+        .expect(200);
+    s.app.clock.advance(Duration::hours(2));
+    s.app.drain_jobs().await;
+    let r = s.app.call(get(), &one, &s.token, None).await;
+    assert_eq!(
+        (&r.body["status"], &r.body["current_node"]),
+        (&json!("waiting"), &json!("wait"))
+    );
+    sweep(&s.app).await; // a held run is not a lost one
+    assert_eq!(
+        s.app.call(get(), &one, &s.token, None).await.body["status"],
+        "waiting"
+    );
+    rx.expect_no_more_than(&s.app, 0).await;
+
+    // Resumed: it goes on at its next look (every 10 minutes).
+    s.app
+        .call(post(), &s.wf(&w, "/resume"), &s.token, None)
+        .await
+        .expect(200);
+    s.app.clock.advance(Duration::minutes(10));
+    s.app.drain_jobs().await;
+    assert_eq!(
+        s.app.call(get(), &one, &s.token, None).await.body["status"],
+        "completed"
+    );
+    rx.wait_for(1).await;
+
+    // Deleting a workflow ends its runs in flight: they are gone, and their jobs do nothing.
+    let w2 = s.published(graph, json!({"type": "manual"})).await;
+    s.app
+        .call(post(), &s.wf(&w2, "/run"), &s.token, None)
+        .await
+        .expect(201);
+    s.app.drain_jobs().await;
+    s.app
+        .call(reqwest::Method::DELETE, &s.wf(&w2, ""), &s.token, None)
+        .await
+        .expect(204);
+    s.app.clock.advance(Duration::hours(2));
+    s.app.drain_jobs().await;
+    assert_eq!(s.app.count("SELECT COUNT(*) FROM workflow_runs").await, 1);
+    rx.expect_no_more_than(&s.app, 1).await;
+}
+
+#[tokio::test]
+async fn a_step_that_runs_again_does_nothing_twice_and_lost_steps_fail_their_run() {
+    let (fake, addr) = start_fake().await;
+    let s = shop(Some(addr)).await;
+    let graph = json!({"nodes": [node("ask", "send_message", json!({"template": "hello"})),
+                                 node("end", "end", json!({}))],
+                       "edges": [edge("ask", "end")]});
+    let w = s.published(graph, json!({"type": "manual"})).await;
+    let subject = json!({"subject": {"type": "customer", "id": s.customer}});
+    let run = s
+        .app
+        .call(post(), &s.wf(&w, "/run"), &s.token, Some(subject.clone()))
+        .await;
+    let run_id: merchant_admin::ids::WorkflowRunId =
+        run.body["id"].as_str().unwrap().parse().unwrap();
+    s.app.drain_jobs().await;
+    assert_eq!(fake.count(), 1);
+
+    // The same step's job again (as after a crash between its commit and its job's end):
+    // the run has moved on, so nothing is sent again.
+    let now = s.app.clock_now();
+    s.app
+        .state
+        .db
+        .write(move |tx| {
+            let again = merchant_admin::workflows::runner::WorkflowStep {
+                run_id,
+                node_id: "ask".into(),
+                waited: false,
+            };
+            merchant_admin::jobs::enqueue(tx, &again, now).map(|_| ())
+        })
+        .await
+        .unwrap();
+    assert_eq!(s.app.drain_jobs().await, 1);
+    assert_eq!(fake.count(), 1);
+
+    // A step whose last attempt died with the server (its job is dead, never handled): the
+    // hourly sweep fails the run instead of leaving it running.
+    fake.answer(StatusCode::SERVICE_UNAVAILABLE);
+    let lost = s
+        .app
+        .call(post(), &s.wf(&w, "/run"), &s.token, Some(subject))
+        .await;
+    s.app.drain_jobs().await;
+    exec(
+        &s.app,
+        "UPDATE jobs SET state = 'dead' WHERE kind = 'workflow_step' AND state = 'queued'",
+    )
+    .await;
+    let path = s.wf(&w, &format!("/runs/{}", lost.body["id"].as_str().unwrap()));
+    assert_eq!(
+        s.app.call(get(), &path, &s.token, None).await.body["status"],
+        "running"
+    );
+    sweep(&s.app).await;
+    let r = s.app.call(get(), &path, &s.token, None).await;
+    assert_eq!(r.body["status"], "failed");
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("the step's job stopped for good"),
+        "{}",
+        r.body
+    );
+}
+
+#[tokio::test]
+async fn the_sweep_rearms_a_schedule_whose_fire_was_lost() {
+    let s = shop(None).await;
+    let graph = json!({"nodes": [node("end", "end", json!({}))], "edges": []});
+    let w = s
+        .published(graph, json!({"type": "schedule", "every_seconds": 3600}))
+        .await;
+    assert_eq!(
+        exec(&s.app, "DELETE FROM jobs WHERE kind = 'workflow_fire'").await,
+        1
+    );
+    s.app.clock.advance(Duration::hours(2));
+    s.app.drain_jobs().await;
+    assert!(s.runs(&w).await.is_empty(), "no fire job, no run");
+    sweep(&s.app).await;
+    let runs = s.runs(&w).await;
+    assert_eq!(runs.len(), 1, "the missed fire runs once when re-armed");
+    let now = s
+        .read(&format!("workflows/{}", w["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(now["next_fire_at"], "2026-11-02T15:00:00.000000Z");
+}
+
+#[tokio::test]
+async fn a_customer_event_runs_about_the_customer_and_a_run_has_a_step_cap() {
+    let s = shop(None).await;
+    let graph = json!({"nodes": [node("tag", "tag_customer", json!({"tag": "new"}))], "edges": []});
+    let w = s
+        .published(
+            graph,
+            json!({"type": "event", "event": "customers.created"}),
+        )
+        .await;
+    let c = s
+        .app
+        .call(
+            post(),
+            &s.path("customers"),
+            &s.token,
+            Some(json!({"name": "Bia"})),
+        )
+        .await;
+    c.expect(201);
+    s.app.drain_jobs().await;
+    let runs = s.runs(&w).await;
+    assert_eq!(
+        runs[0]["subject"],
+        json!({"type": "customer", "id": c.body["id"]})
+    );
+    assert_eq!(runs[0]["status"], "completed");
+    let bia = s
+        .read(&format!("customers/{}", c.body["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(bia["tags"], json!(["new"]));
+
+    // A loop paced by an hour runs until the cap: 1000 steps, then the run fails.
+    let looped = json!({"nodes": [node("start", "webhook", json!({})),
+                                  node("pause", "wait", json!({"seconds": 3600})),
+                                  node("hook", "webhook", json!({}))],
+                        "edges": [edge("start", "pause"), edge("pause", "hook"),
+                                  edge("hook", "pause")]});
+    let l = s.published(looped, json!({"type": "manual"})).await;
+    let run = s.app.call(post(), &s.wf(&l, "/run"), &s.token, None).await;
+    let path = s.wf(&l, &format!("/runs/{}", run.body["id"].as_str().unwrap()));
+    s.app.drain_jobs().await;
+    s.app.clock.advance(Duration::hours(1));
+    s.app.drain_jobs().await;
+    // The rest of the way to the cap is written in, not waited through.
+    assert_eq!(
+        exec(
+            &s.app,
+            "UPDATE workflow_runs SET steps = 998 WHERE status = 'waiting'"
+        )
+        .await,
+        1
+    );
+    s.app.clock.advance(Duration::hours(1));
+    s.app.drain_jobs().await;
+    let r = s.app.call(get(), &path, &s.token, None).await;
+    assert_eq!(r.body["status"], "failed", "{}", r.body);
+    assert_eq!(r.body["error"], "the run took 1000 steps without ending");
+}
+
+#[tokio::test]
+async fn a_store_has_at_most_fifty_event_workflows() {
+    let s = shop(None).await;
+    let graph = json!({"nodes": [node("end", "end", json!({}))], "edges": []});
+    let trigger = json!({"type": "event", "event": "orders.created"});
+    for _ in 0..50 {
+        s.published(graph.clone(), trigger.clone()).await;
+    }
+    let r = s
+        .app
+        .call(
+            post(),
+            &s.path("workflows"),
+            &s.token,
+            Some(json!({"name": "One more", "graph": graph, "trigger": trigger})),
+        )
+        .await;
+    r.expect(201);
+    let p = s
+        .app
+        .call(post(), &s.wf(&r.body, "/publish"), &s.token, None)
+        .await;
+    p.expect_error(422, "workflow_invalid");
+    assert!(
+        p.body["details"]["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 50")
+    );
+    // One order starts the fifty, in its own transaction.
+    s.order(1).await;
+    assert_eq!(s.app.count("SELECT COUNT(*) FROM workflow_runs").await, 50);
+}

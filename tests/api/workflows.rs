@@ -294,8 +294,40 @@ async fn each_validation_problem_is_listed_and_nothing_is_saved() {
             "{p:?}"
         );
     }
-    // island <-> lost loops through a wait, so that cycle is allowed.
+    // island <-> lost loops through a wait, so that cycle is allowed, but a 5-second wait
+    // cannot pace a loop.
     assert!(!msg(&p).iter().any(|m| m.contains("cycle")), "{p:?}");
+    assert!(
+        p.iter().any(|x| x["node_id"] == "island"
+            && x["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("a wait on a loop needs config.seconds of at least 3600")),
+        "{p:?}"
+    );
+    // A loop paced by an hour's wait is fine; by a wait `until` a time, not.
+    let looped = |wait: Value| {
+        json!({"nodes": [
+            node("s", "webhook", json!({})),
+            node("pause", "wait", wait),
+            node("again", "condition", json!({"field": "order.status", "op": "eq", "value": "pending"})),
+            node("e", "end", json!({}))
+        ], "edges": [
+            {"from": "s", "to": "pause"}, {"from": "pause", "to": "again"},
+            {"from": "again", "to": "pause", "branch": "true"}, {"from": "again", "to": "e", "branch": "false"}
+        ]})
+    };
+    let ok = s
+        .create(json!({"name": "Reminder", "graph": looped(json!({"seconds": 3600}))}))
+        .await;
+    s.call(reqwest::Method::DELETE, &s.path(&ok, ""), None)
+        .await
+        .expect(204);
+    let p = s
+        .problems(looped(json!({"until": "2027-01-01T00:00:00Z"})), None)
+        .await;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0]["node_id"], "pause");
 
     // A cycle without a wait.
     let p = s
