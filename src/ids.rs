@@ -107,3 +107,4 @@ id_type!(ProposalId);
 id_type!(ActionId);
 id_type!(InvoiceId);
 id_type!(WorkflowId);
+id_type!(CartId);
