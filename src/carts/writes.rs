@@ -82,11 +82,16 @@ fn editable(tx: &Connection, store: StoreId, id: CartId) -> Result<(), AppError>
     if head.status.is_editable() {
         Ok(())
     } else {
-        Err(AppError::conflict(
-            ErrorCode::Conflict,
-            "this cart was checked out; open a new one",
-        ))
+        Err(checked_out())
     }
+}
+
+/// 409 for a change to a cart that became an order.
+fn checked_out() -> AppError {
+    AppError::conflict(
+        ErrorCode::Conflict,
+        "this cart was checked out; open a new one",
+    )
 }
 
 fn check_quantity(q: i64) -> Result<(), AppError> {
@@ -268,7 +273,9 @@ pub fn checkout(
     now: DateTime<Utc>,
 ) -> Result<Checkout, AppError> {
     let from = store::head(tx, store, id)?.ok_or_else(not_found)?.status;
-    editable(tx, store, id)?;
+    if !from.is_editable() {
+        return Err(checked_out());
+    }
     let cart = store::get(tx, store, id)?.ok_or_else(not_found)?;
     if cart.items.is_empty() {
         return Err(AppError::field("items", "the cart is empty"));
@@ -318,10 +325,7 @@ pub fn checkout(
         CartStatus::Converted
     };
     if !store::check_out(tx, store, id, from, to, order.id, now)? {
-        return Err(AppError::conflict(
-            ErrorCode::Conflict,
-            "this cart was checked out; open a new one",
-        ));
+        return Err(checked_out());
     }
     let cart = store::get(tx, store, id)?.ok_or_else(not_found)?;
     if to == CartStatus::Recovered {
