@@ -28,6 +28,11 @@ struct Call {
     path: String,
     bearer: Option<String>,
     body: Option<Value>,
+    /// Further request headers (a storefront cart's `X-Cart-Token`).
+    headers: Vec<(&'static str, String)>,
+    /// When not empty, connection `i` sends `per_connection[i % len]` instead (one cart per
+    /// connection: a cart line holds at most 10,000 units).
+    per_connection: Vec<Call>,
 }
 
 impl Call {
@@ -37,6 +42,8 @@ impl Call {
             path: path.into(),
             bearer: None,
             body: None,
+            headers: Vec::new(),
+            per_connection: Vec::new(),
         }
     }
 }
@@ -156,6 +163,9 @@ async fn send(client: &reqwest::Client, base: &str, call: &Call) -> bool {
     if let Some(b) = &call.body {
         req = req.json(b);
     }
+    for (name, value) in &call.headers {
+        req = req.header(*name, value);
+    }
     match req.send().await {
         Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
         _ => false,
@@ -172,8 +182,13 @@ async fn drive(
 ) -> Measured {
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..connections {
-        let (client, base, call) = (client.clone(), base.clone(), call.clone());
+    for i in 0..connections {
+        let call = if call.per_connection.is_empty() {
+            call.clone()
+        } else {
+            call.per_connection[i % call.per_connection.len()].clone()
+        };
+        let (client, base) = (client.clone(), base.clone());
         tasks.push(tokio::spawn(async move {
             let (mut lat, mut errors) = (Vec::new(), 0usize);
             while Instant::now() < until {
@@ -329,6 +344,7 @@ fn scenarios(token: &str, store_id: &str, store_token: &str) -> Vec<Scenario> {
         body: Some(
             json!({"email": "bench@example.com", "password": PASSWORD, "device_name": "bench"}),
         ),
+        ..Call::get("/v1/auth/login")
     };
     vec![
         Scenario {
@@ -438,6 +454,14 @@ fn main() {
             if s.name == admin::WITH_WEBHOOK {
                 rt.block_on(hook.subscribe(&client, &base));
             }
+            report(s, &rt.block_on(run(s, &client, &base, &args)), &args);
+        }
+    }
+    // `--only storefront` runs the storefront phase (issue 19).
+    let wanted_storefront = |name: &str| args.only.as_deref() == Some("storefront") || wanted(name);
+    if storefront::SCENARIOS.iter().any(|n| wanted_storefront(n)) {
+        let scenarios = rt.block_on(storefront::prepare(&client, &base, &token));
+        for s in scenarios.iter().filter(|s| wanted_storefront(s.name)) {
             report(s, &rt.block_on(run(s, &client, &base, &args)), &args);
         }
     }
@@ -744,6 +768,7 @@ mod admin {
                 "items": [{"variant_id": variants[3], "quantity": 1},
                           {"variant_id": variants[8], "quantity": 2}]}),
             ),
+            ..Call::get("")
         };
         let scenario = |name: &'static str, call: Call| Scenario {
             name,
@@ -766,6 +791,111 @@ mod admin {
             scenario(SCENARIOS[6], new_order),
         ];
         (scenarios, hook)
+    }
+}
+
+/// The storefront API (issue 19): a shopper's product list on a 1,000-product catalog, and
+/// adding to a cart (one cart per connection), both anonymous, named by the store's key.
+mod storefront {
+    use std::time::Instant;
+
+    use serde_json::{Value, json};
+
+    use super::{Call, Scenario};
+
+    pub const SCENARIOS: [&str; 2] = ["storefront products limit=50", "storefront cart add-item"];
+
+    async fn post(
+        client: &reqwest::Client,
+        base: &str,
+        token: &str,
+        path: &str,
+        body: Value,
+    ) -> Value {
+        let r = client
+            .post(format!("{base}{path}"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.unwrap_or(Value::Null)
+    }
+
+    /// A fresh store with 1,000 active products and a chat channel; 64 open carts.
+    pub async fn prepare(client: &reqwest::Client, base: &str, session: &str) -> Vec<Scenario> {
+        let (store, token) = super::store_token(client, base, session, "Storefront").await;
+        let p = format!("/v1/stores/{store}");
+        let channel = post(
+            client,
+            base,
+            &token,
+            &format!("{p}/channels"),
+            json!({"kind": "storefront_chat", "name": "Shop"}),
+        )
+        .await;
+        let key = channel["key"].as_str().expect("a chat key").to_owned();
+        let t = Instant::now();
+        let (mut variant, products) = (String::new(), format!("{p}/products"));
+        for chunk in 0..50 {
+            let made = futures::future::join_all((0..20).map(|i| {
+                let n = chunk * 20 + i;
+                post(client, base, &token, &products, json!({
+                    "title": format!("Product {n}"),
+                    "description": "A product of the benchmark's catalog.",
+                    "variants": [
+                        {"sku": format!("SF{n}-S"), "price_cents": 1990 + n, "on_hand": 100_000_000},
+                        {"sku": format!("SF{n}-M"), "price_cents": 2990 + n, "on_hand": 0}],
+                }))
+            }))
+            .await;
+            if variant.is_empty() {
+                variant = made[0]["variants"][0]["id"].as_str().unwrap().to_owned();
+            }
+        }
+        println!(
+            "    (created 1,000 products in {:.1} s)",
+            t.elapsed().as_secs_f64()
+        );
+        let front = format!("/v1/storefront-api/{key}");
+        let mut carts = Vec::new();
+        for _ in 0..64 {
+            let r: Value = client
+                .post(format!("{base}{front}/carts"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            carts.push(Call {
+                method: reqwest::Method::POST,
+                body: Some(json!({"variant_id": variant, "quantity": 1})),
+                headers: vec![("x-cart-token", r["token"].as_str().unwrap().to_owned())],
+                ..Call::get(&format!(
+                    "{front}/carts/{}/items",
+                    r["id"].as_str().unwrap()
+                ))
+            });
+        }
+        let add = Call {
+            per_connection: carts.clone(),
+            ..carts[0].clone()
+        };
+        let scenario = |name: &'static str, call: Call| Scenario {
+            name,
+            call,
+            connections: None,
+            background: None,
+        };
+        vec![
+            scenario(
+                SCENARIOS[0],
+                Call::get(&format!("{front}/products?limit=50")),
+            ),
+            scenario(SCENARIOS[1], add),
+        ]
     }
 }
 

@@ -344,6 +344,13 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(0..=90))]
     pub billing_grace_days: u32,
 
+    /// Minutes a storefront cart with a contact and items may go untouched before it is
+    /// marked abandoned and `carts.abandoned` fires (with a signed recovery link).
+    #[arg(long, env = "MERCHANT_ADMIN_CART_ABANDON_AFTER_MINUTES",
+          default_value_t = defaults::CART_ABANDON_AFTER_MINUTES,
+          value_parser = clap::value_parser!(u32).range(1..=43_200))]
+    pub cart_abandon_after_minutes: u32,
+
     /// Where the e-mail channel's replies are handed over: `smtp://user:pass@host:port`
     /// (STARTTLS when the server offers it; `?tls=required` insists on it) or
     /// `smtps://...` (TLS from the start). Unset, e-mail replies are refused (503).

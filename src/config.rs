@@ -40,6 +40,9 @@ pub mod defaults {
     pub const WEBHOOK_CONCURRENCY: u16 = 64;
     pub const WEBHOOK_ENDPOINT_CONCURRENCY: u16 = 8;
     pub const BILLING_GRACE_DAYS: u32 = 7;
+    /// Minutes a storefront cart with a contact and items waits untouched before it is
+    /// abandoned (`carts.abandoned`).
+    pub const CART_ABANDON_AFTER_MINUTES: u32 = 60;
     /// When unversioned paths were deprecated (RFC 3339).
     pub const DEPRECATION_DATE: &str = "2026-09-29T00:00:00Z";
 }
@@ -128,6 +131,8 @@ pub struct Config {
     pub plans: std::sync::Arc<crate::billing::plans::Catalog>,
     /// Who invoices are paid to, how payments are confirmed, and the grace days.
     pub billing: BillingConfig,
+    /// How long a cart with a contact and items stays untouched before it is abandoned.
+    pub cart_abandon_after: chrono::Duration,
 }
 
 /// Billing's settings (`--pix-*`, `--billing-grace-days`).
@@ -276,6 +281,7 @@ impl Config {
             assistant_monthly_cap: None,
             plans: std::sync::Arc::default(),
             billing: BillingConfig::default(),
+            cart_abandon_after: chrono::Duration::minutes(d::CART_ABANDON_AFTER_MINUTES.into()),
         }
     }
 
@@ -329,6 +335,7 @@ impl Config {
                     .unwrap_or_default(),
             ),
             billing: billing_config(a)?,
+            cart_abandon_after: chrono::Duration::minutes(a.cart_abandon_after_minutes.into()),
             deprecation_date: parse_date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date

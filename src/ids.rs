@@ -108,3 +108,4 @@ id_type!(ActionId);
 id_type!(InvoiceId);
 id_type!(WorkflowId);
 id_type!(WorkflowRunId);
+id_type!(CartId);

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod bench_routes;
 pub mod billing;
 pub mod brand;
+pub mod carts;
 pub mod catalog;
 pub mod cli;
 pub mod clock;
@@ -32,6 +33,7 @@ pub mod reviews;
 pub mod secrets;
 pub mod setup;
 pub mod state;
+pub mod storefront;
 pub mod system;
 pub mod tenants;
 pub mod text;
@@ -56,9 +58,16 @@ use crate::http::openapi::ApiDoc;
 use crate::http::versioning::{self, PREFIX};
 pub use crate::state::AppState;
 
-/// Every routed path and the OpenAPI document describing them. Each area contributes its
-/// `routes()`; paths are relative to `/v1`, except `root` ones.
-pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+/// The two machine-readable descriptions (spec 9.1): the admin API and the storefront API.
+pub struct ApiDocs {
+    pub admin: utoipa::openapi::OpenApi,
+    pub storefront: utoipa::openapi::OpenApi,
+}
+
+/// Every routed path and the OpenAPI documents describing them. Each area contributes its
+/// `routes()`; paths are relative to `/v1`, except `root` ones. The storefront's routes
+/// have a document of their own.
+pub fn api() -> (Router<AppState>, ApiDocs) {
     let v1 = OpenApiRouter::with_openapi(ApiDoc::openapi());
     // Undocumented on purpose: they exist only in benchmark builds.
     #[cfg(feature = "bench-routes")]
@@ -73,6 +82,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(catalog::routes())
         .merge(customers::routes())
         .merge(orders::routes())
+        .merge(carts::routes())
         .merge(inventory::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
@@ -86,14 +96,27 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(system::root_routes())
         .split_for_parts();
     http::openapi::merge_root_paths(&mut doc, root_doc);
-    (Router::new().nest(PREFIX, v1).merge(root), doc)
+    let (storefront, storefront_doc) = storefront::routes().split_for_parts();
+    let docs = ApiDocs {
+        admin: doc,
+        storefront: storefront_doc,
+    };
+    (
+        Router::new().nest(PREFIX, v1.merge(storefront)).merge(root),
+        docs,
+    )
 }
 
 /// The API's routes, with the OpenAPI document stored in the state for serving.
 pub fn routes(st: &AppState) -> Router<AppState> {
-    let (router, doc) = api();
-    let json = doc.to_json().expect("the OpenAPI document serializes");
-    let _ = st.openapi_json.set(Bytes::from(json));
+    let (router, docs) = api();
+    for (doc, slot) in [
+        (&docs.admin, &st.openapi_json),
+        (&docs.storefront, &st.storefront_openapi_json),
+    ] {
+        let json = doc.to_json().expect("the OpenAPI document serializes");
+        let _ = slot.set(Bytes::from(json));
+    }
     // Static files, not API: they stay out of `api()` and so out of the document.
     router.merge(widget::router())
 }

@@ -51,8 +51,9 @@ pub struct Shared {
     pub hub: Arc<crate::inbox::hub::Hub>,
     /// The assistant turns running now (one per conversation).
     pub assistant: Arc<crate::assistant::turn::Turns>,
-    /// The serialized OpenAPI document, set once the router is built.
+    /// The serialized OpenAPI documents (admin, storefront), set once the router is built.
     pub openapi_json: Arc<OnceLock<Bytes>>,
+    pub storefront_openapi_json: Arc<OnceLock<Bytes>>,
     /// The origin of absolute links: `--public-url`, else set from the listening address
     /// when serving starts.
     pub public_url: Arc<OnceLock<String>>,
@@ -97,6 +98,7 @@ impl AppState {
             hub,
             assistant: Arc::default(),
             openapi_json: Arc::new(OnceLock::new()),
+            storefront_openapi_json: Arc::new(OnceLock::new()),
             public_url: Arc::new(OnceLock::new()),
             docs: Arc::new(docs),
             _lock: Arc::new(lock),
@@ -152,6 +154,13 @@ fn job_registry() -> crate::jobs::Registry {
     r.recurring(
         "the daily billing run",
         crate::billing::lifecycle::ensure_scheduled,
+    );
+    r.handle(|st, crate::carts::recovery::CartSweep| async move {
+        crate::carts::recovery::sweep(&st).await
+    });
+    r.recurring(
+        "the abandoned-cart sweep",
+        crate::carts::recovery::ensure_scheduled,
     );
     r.handle(|st, job: crate::inbox::snooze::Wake| async move {
         crate::inbox::snooze::wake(&st, job).await

@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::model::{Address, CustomerFilter, CustomerIn, CustomerOut, CustomerPatch};
+use super::model::{Address, CustomerFilter, CustomerIn, CustomerOut, CustomerPatch, email, phone};
 use super::store::{self, Fields};
 use crate::audit::Actor;
 use crate::error::AppError;
@@ -20,39 +20,6 @@ type ErrorBody = crate::error::ErrorBody;
 
 fn not_found() -> AppError {
     AppError::not_found("customer")
-}
-
-/// The e-mail as accounts store it (trimmed, lowercased, the same loose check); empty clears it.
-fn email(v: &str) -> Result<Option<String>, AppError> {
-    let e = crate::text::normalize_email(v);
-    if e.is_empty() {
-        Ok(None)
-    } else if crate::text::looks_like_email(&e) {
-        Ok(Some(e))
-    } else {
-        Err(AppError::field("email", "is not an e-mail address"))
-    }
-}
-
-/// Digits with an optional leading `+` and common separators; empty clears it.
-fn phone(v: &str) -> Result<Option<String>, AppError> {
-    let p = v.trim();
-    if p.is_empty() {
-        return Ok(None);
-    }
-    let digits = p.chars().filter(char::is_ascii_digit).count();
-    let ok = (6..=15).contains(&digits)
-        && p.chars()
-            .enumerate()
-            .all(|(i, c)| c.is_ascii_digit() || " -().".contains(c) || (c == '+' && i == 0));
-    if ok {
-        Ok(Some(p.to_owned()))
-    } else {
-        Err(AppError::field(
-            "phone",
-            "must be a phone number (6 to 15 digits)",
-        ))
-    }
 }
 
 /// Each tag as [`super::model::tag`] keeps it, repeats once, at most `MAX_TAGS`.

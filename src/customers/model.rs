@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::error::AppError;
 use crate::ids::{CustomerId, StoreId};
 
 /// A postal address. Every field is optional text; `country` is an ISO 3166-1 alpha-2 code.
@@ -79,4 +80,38 @@ pub struct CustomerOut {
 pub struct CustomerFilter {
     /// Part of a name, e-mail or phone, case-insensitive.
     pub search: Option<String>,
+}
+
+/// The e-mail as accounts store it (trimmed, lowercased, the same loose check); empty clears
+/// it. The storefront's cart contact is checked the same way.
+pub fn email(v: &str) -> Result<Option<String>, AppError> {
+    let e = crate::text::normalize_email(v);
+    if e.is_empty() {
+        Ok(None)
+    } else if crate::text::looks_like_email(&e) {
+        Ok(Some(e))
+    } else {
+        Err(AppError::field("email", "is not an e-mail address"))
+    }
+}
+
+/// Digits with an optional leading `+` and common separators; empty clears it.
+pub fn phone(v: &str) -> Result<Option<String>, AppError> {
+    let p = v.trim();
+    if p.is_empty() {
+        return Ok(None);
+    }
+    let digits = p.chars().filter(char::is_ascii_digit).count();
+    let ok = (6..=15).contains(&digits)
+        && p.chars()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_digit() || " -().".contains(c) || (c == '+' && i == 0));
+    if ok {
+        Ok(Some(p.to_owned()))
+    } else {
+        Err(AppError::field(
+            "phone",
+            "must be a phone number (6 to 15 digits)",
+        ))
+    }
 }

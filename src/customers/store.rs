@@ -172,6 +172,34 @@ pub fn get(
         .optional()?)
 }
 
+/// The store's customer with this e-mail (the unique key, case-insensitive), else the
+/// oldest with this phone: whom a storefront checkout is for.
+pub fn find_by_contact(
+    c: &Connection,
+    store: StoreId,
+    email: Option<&str>,
+    phone: Option<&str>,
+) -> Result<Option<CustomerId>, AppError> {
+    if let Some(e) = email {
+        let found = c
+            .prepare_cached("SELECT id FROM customers WHERE store_id = ?1 AND email = ?2")?
+            .query_row(params![store, e], |r| r.get(0))
+            .optional()?;
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    let Some(p) = phone else {
+        return Ok(None);
+    };
+    Ok(c.prepare_cached(
+        "SELECT id FROM customers WHERE store_id = ?1 AND phone = ?2
+         ORDER BY created_at, id LIMIT 1",
+    )?
+    .query_row(params![store, p], |r| r.get(0))
+    .optional()?)
+}
+
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: CustomerId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "customers", store, &id)
 }

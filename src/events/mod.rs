@@ -56,6 +56,8 @@ events! {
     CustomersCreated = "customers.created", "A customer record was created.";
     CustomersUpdated = "customers.updated", "A customer record changed.";
     CustomersDeleted = "customers.deleted", "A customer record was deleted.";
+    CartsAbandoned = "carts.abandoned", "A storefront cart with a contact and items went untouched for --cart-abandon-after-minutes; data {cart, customer, recovery_url}. Once per cart.";
+    CartsRecovered = "carts.recovered", "An abandoned cart was checked out; data {cart, order_id}. Once per cart.";
     BrandSystemUpdated = "brand_system.updated", "A new version of the store's brand system was saved (a save, a restore or an approved generation).";
     UserCreated = "user.created", "An account was registered (platform webhook only; no store).";
     SubscriptionUpdated = "subscription.updated", "An organization's subscription changed: its state, plan, cycle or pending cancellation (platform webhook only).";
@@ -167,6 +169,6 @@ mod tests {
             assert_eq!(Event::from_name(e.as_str()), Some(*e));
             assert!(!Event::ALL[..i].iter().any(|o| o.as_str() == e.as_str()));
         }
-        assert_eq!(Event::from_name("carts.abandoned"), None);
+        assert_eq!(Event::from_name("carts.nonexistent"), None);
     }
 }

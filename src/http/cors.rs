@@ -1,6 +1,6 @@
-//! Cross-origin reads, for the chat widget a store embeds on its own site (issue 15). Only
-//! the paths an area claims answer CORS at all; every other route stays same-origin. The
-//! area decides which origins may read a claimed path: `http` names no area, so the inbox
+//! Cross-origin reads, for the chat widget a store embeds on its own site (issue 15) and the
+//! storefront API its pages call (issue 19). Only the paths an area claims answer CORS at
+//! all; every other route stays same-origin. The area decides which origins may read a claimed path: `http` names no area, so the inbox
 //! implements [`CrossOrigin`] and `state.rs` registers it (as it registers `Credentials`).
 //! tower-http's `CorsLayer` does the protocol (preflight, `Vary: Origin`); no credentials.
 
@@ -55,11 +55,19 @@ impl Cors {
         });
         let layer = CorsLayer::new()
             .allow_origin(allow)
-            .allow_methods([Method::GET, Method::POST])
+            // PUT, PATCH and DELETE: the storefront's cart lines and contact.
+            .allow_methods([
+                Method::GET,
+                Method::POST,
+                Method::PUT,
+                Method::PATCH,
+                Method::DELETE,
+            ])
             .allow_headers([
                 header::CONTENT_TYPE,
                 header::AUTHORIZATION,
                 HeaderName::from_static("x-visitor-token"),
+                HeaderName::from_static("x-cart-token"),
                 HeaderName::from_static("idempotency-key"),
             ])
             // What a script needs to back off and to report a problem.

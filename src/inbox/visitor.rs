@@ -307,15 +307,20 @@ pub async fn mark_read(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The widget's REST paths may be read from the sites a chat channel allows (spec 4.8: "CORS
-/// answers for the allowed origins only"; an empty list allows any), and so may the files of
-/// a chat conversation, which the widget fetches with its visitor token. An unknown key's
+/// The widget's REST paths, and the storefront API's, may be read from the sites a chat
+/// channel allows (spec 4.8: "CORS answers for the allowed origins only"; an empty list
+/// allows any), and so may the files of a chat conversation, which the widget fetches with its visitor token. An unknown key's
 /// 404 is readable from anywhere, so a widget whose channel was deleted can tell and stop.
 pub struct WidgetOrigins;
 
 impl crate::http::cors::CrossOrigin for WidgetOrigins {
     fn resource(&self, path: &str) -> Option<String> {
-        if let Some(rest) = path.strip_prefix("/v1/widget/") {
+        // The storefront API is named by the same chat channel key (issue 19), so the
+        // same sites may read it.
+        if let Some(rest) = path
+            .strip_prefix("/v1/widget/")
+            .or_else(|| path.strip_prefix("/v1/storefront-api/"))
+        {
             let key = rest.split('/').next()?;
             return (!key.is_empty()).then(|| format!("key:{key}"));
         }

@@ -151,7 +151,7 @@ pub struct OrderOut {
     /// Per-store sequence, from 1001.
     pub number: i64,
     pub customer_id: Option<CustomerId>,
-    /// `api` or `manual`.
+    /// `api`, `manual` or `storefront` (a cart's checkout).
     pub source: String,
     pub items: Vec<OrderItem>,
     pub subtotal_cents: i64,

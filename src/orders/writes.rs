@@ -89,9 +89,8 @@ pub enum Origin {
     Api,
     /// `POST .../orders/manual`: lines may set their own prices; paid by hand.
     Manual,
-    /// The storefront's checkout (issue 19, not built yet): a shopper is never turned away
-    /// for the merchant's plan. `orders.source` admits only `api` and `manual` until that
-    /// issue adds `storefront` to it.
+    /// The storefront's checkout of a cart (`carts::checkout`): priced from the variants; a
+    /// shopper is never turned away for the merchant's plan.
     Storefront,
 }
 
@@ -137,18 +136,33 @@ pub async fn create_order(
     input: OrderIn,
     origin: Origin,
 ) -> Result<OrderOut, AppError> {
+    // The shape first, so a bad body never waits for the writer.
     check_new(&input, origin == Origin::Manual)?;
+    note(input.note.as_deref())?;
+    let (actor, now, plans) = (actor.clone(), st.clock.now(), st.cfg.plans.clone());
+    st.db
+        .write(move |tx| create_in(tx, &plans, &actor, &input, origin, now))
+        .await
+}
+
+/// [`create_order`] inside the caller's transaction: the storefront's checkout creates the
+/// order and closes its cart in one. The same checks, limit, stock reservation, event and
+/// audit entry; an error leaves the caller to roll everything back.
+pub fn create_in(
+    tx: &Transaction<'_>,
+    plans: &Catalog,
+    actor: &Actor,
+    input: &OrderIn,
+    origin: Origin,
+    now: DateTime<Utc>,
+) -> Result<OrderOut, AppError> {
+    check_new(input, origin == Origin::Manual)?;
     let store = actor
         .store_id
         .ok_or_else(|| AppError::internal(anyhow::anyhow!("an order needs a store")))?;
     let note = note(input.note.as_deref())?.unwrap_or_default();
-    let (actor, now, plans) = (actor.clone(), st.clock.now(), st.cfg.plans.clone());
-    st.db
-        .write(move |tx| {
-            admit(tx, &plans, &actor, origin, now)?;
-            insert_order(tx, &actor, store, &input, note, origin, now)
-        })
-        .await
+    admit(tx, plans, actor, origin, now)?;
+    insert_order(tx, actor, store, input, note, origin, now)
 }
 
 /// The new order's rows, in the caller's transaction.
@@ -511,8 +525,8 @@ pub(super) fn note(v: Option<&str>) -> Result<Option<String>, AppError> {
 
 #[cfg(test)]
 mod tests {
-    //! The storefront's path through [`admit`], which no route takes yet (issue 19 builds
-    //! the checkout): over a real database with every migration applied.
+    //! The storefront's path through [`admit`] (the checkout's, `carts::checkout`): over a
+    //! real database with every migration applied.
 
     use rusqlite::{Connection, params};
     use serde_json::json;

@@ -16,7 +16,9 @@ use crate::state::AppState;
 
 /// Routes under `/v1`.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_openapi))
+    OpenApiRouter::new()
+        .routes(routes!(get_openapi))
+        .routes(routes!(get_storefront_openapi))
 }
 
 /// Routes at the root.
@@ -72,5 +74,17 @@ async fn readyz(State(st): State<AppState>) -> Result<Json<ReadyOut>, AppError> 
     responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json")))]
 async fn get_openapi(State(st): State<AppState>) -> impl IntoResponse {
     let body = st.openapi_json.get().cloned().unwrap_or_default();
+    ([(header::CONTENT_TYPE, "application/json")], body)
+}
+
+/// The storefront API's OpenAPI document (`/storefront-api/...`, spec 9.1).
+#[utoipa::path(get, path = "/openapi/storefront.json", tag = "system",
+    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json")))]
+async fn get_storefront_openapi(State(st): State<AppState>) -> impl IntoResponse {
+    let body = st
+        .storefront_openapi_json
+        .get()
+        .cloned()
+        .unwrap_or_default();
     ([(header::CONTENT_TYPE, "application/json")], body)
 }

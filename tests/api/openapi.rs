@@ -24,12 +24,8 @@ fn routed_paths() -> BTreeSet<String> {
     paths
 }
 
-#[tokio::test]
-async fn every_routed_path_is_documented_and_every_documented_path_is_routed() {
-    let app = spawn_app().await;
-    let r = app.get("/v1/openapi/admin.json").await;
-    r.expect(200);
-    let doc = &r.body;
+/// The paths a served document describes, as routed (`/v1` prefixed, root paths as they are).
+fn documented_paths(doc: &serde_json::Value) -> BTreeSet<String> {
     assert_eq!(doc["openapi"], "3.1.0");
     assert!(
         doc["servers"]
@@ -40,8 +36,7 @@ async fn every_routed_path_is_documented_and_every_documented_path_is_routed() {
         "servers include /v1: {}",
         doc["servers"]
     );
-
-    let documented: BTreeSet<String> = doc["paths"]
+    doc["paths"]
         .as_object()
         .unwrap()
         .iter()
@@ -56,19 +51,48 @@ async fn every_routed_path_is_documented_and_every_documented_path_is_routed() {
                 format!("/v1{path}")
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Spec 9.1: two descriptions, admin and storefront. Every routed path is in exactly one:
+/// the storefront's (`/v1/storefront-api/...`) in the storefront document, the rest in the
+/// admin one.
+#[tokio::test]
+async fn every_routed_path_is_documented_and_every_documented_path_is_routed() {
+    let app = spawn_app().await;
+    let r = app.get("/v1/openapi/admin.json").await;
+    r.expect(200);
+    let admin = documented_paths(&r.body);
+    let r = app.get("/v1/openapi/storefront.json").await;
+    r.expect(200);
+    assert_eq!(r.body["info"]["title"], "merchant-admin storefront API");
+    let storefront = documented_paths(&r.body);
+    assert!(
+        storefront
+            .iter()
+            .all(|p| p.starts_with("/v1/storefront-api/")),
+        "{storefront:?}"
+    );
+    assert!(
+        !admin.iter().any(|p| p.starts_with("/v1/storefront-api/")),
+        "{admin:?}"
+    );
+    assert!(storefront.contains("/v1/storefront-api/{key}/carts/{cart_id}/checkout"));
+
+    let documented: BTreeSet<String> = admin.union(&storefront).cloned().collect();
     let routed = routed_paths();
     let undocumented: Vec<_> = routed.difference(&documented).collect();
     let unrouted: Vec<_> = documented.difference(&routed).collect();
     assert!(
         undocumented.is_empty(),
-        "routed but missing from the OpenAPI document: {undocumented:?}"
+        "routed but missing from the OpenAPI documents: {undocumented:?}"
     );
     assert!(
         unrouted.is_empty(),
         "documented but not routed: {unrouted:?}"
     );
     assert!(routed.contains("/v1/openapi/admin.json") && routed.contains("/healthz"));
+    assert!(routed.contains("/v1/openapi/storefront.json"));
 }
 
 #[tokio::test]

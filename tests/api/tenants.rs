@@ -361,6 +361,15 @@ async fn the_authorization_table_for_store_routes() {
         .await;
     run.expect(201);
     let run_path = format!("{workflow_path}/runs/{}", run.body["id"].as_str().unwrap());
+    // A shopper's cart on the storefront (issue 19), through the chat channel's key.
+    let cart = app
+        .send(
+            app.client
+                .post(app.url(&format!("/v1/storefront-api/{key}/carts"))),
+        )
+        .await;
+    cart.expect(201);
+    let cart_path = format!("{p}/carts/{}", cart.body["id"].as_str().unwrap());
     let inbox_writers: &'static [&'static str] = &["owner", "admin", "staff"];
     let brand = app.get_as(&format!("{p}/brand-system"), &owner).await.body["system"].clone();
     let table: Vec<Case> = vec![
@@ -758,6 +767,21 @@ async fn the_authorization_table_for_store_routes() {
             Some(json!({"amount_cents": 1})),
             Some("orders.refund"),
             &["owner", "admin"],
+        ),
+        // The team's view of carts (issue 19) is an orders read.
+        (
+            get(),
+            format!("{p}/carts?status=open"),
+            None,
+            Some("orders.read"),
+            all_roles,
+        ),
+        (
+            get(),
+            cart_path.clone(),
+            None,
+            Some("orders.read"),
+            all_roles,
         ),
         (
             get(),
