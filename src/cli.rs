@@ -351,6 +351,20 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..=43_200))]
     pub cart_abandon_after_minutes: u32,
 
+    /// Hours an unpaid storefront order holds its stock; then it is cancelled
+    /// (`orders.cancelled`) and the stock is free again.
+    #[arg(long, env = "MERCHANT_ADMIN_STOREFRONT_ORDER_HOLD_HOURS",
+          default_value_t = defaults::STOREFRONT_ORDER_HOLD_HOURS,
+          value_parser = clap::value_parser!(u32).range(1..=720))]
+    pub storefront_order_hold_hours: u32,
+
+    /// Storefront checkouts allowed per client address per hour (on top of the anonymous
+    /// budget), so one address cannot hold the store's stock with unpaid orders.
+    #[arg(long, env = "MERCHANT_ADMIN_CHECKOUTS_PER_HOUR",
+          default_value_t = defaults::CHECKOUTS_PER_HOUR,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub checkouts_per_hour: u32,
+
     /// Where the e-mail channel's replies are handed over: `smtp://user:pass@host:port`
     /// (STARTTLS when the server offers it; `?tls=required` insists on it) or
     /// `smtps://...` (TLS from the start). Unset, e-mail replies are refused (503).

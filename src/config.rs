@@ -43,6 +43,10 @@ pub mod defaults {
     /// Minutes a storefront cart with a contact and items waits untouched before it is
     /// abandoned (`carts.abandoned`).
     pub const CART_ABANDON_AFTER_MINUTES: u32 = 60;
+    /// Hours an unpaid storefront order holds its stock before it is cancelled.
+    pub const STOREFRONT_ORDER_HOLD_HOURS: u32 = 48;
+    /// Storefront checkouts per client address per hour.
+    pub const CHECKOUTS_PER_HOUR: u32 = 30;
     /// When unversioned paths were deprecated (RFC 3339).
     pub const DEPRECATION_DATE: &str = "2026-09-29T00:00:00Z";
 }
@@ -133,6 +137,11 @@ pub struct Config {
     pub billing: BillingConfig,
     /// How long a cart with a contact and items stays untouched before it is abandoned.
     pub cart_abandon_after: chrono::Duration,
+    /// How long an unpaid (`pending`) storefront order holds its stock before the cart sweep
+    /// cancels it.
+    pub storefront_order_hold: chrono::Duration,
+    /// Storefront checkouts per client address per hour.
+    pub checkouts_per_hour: u32,
 }
 
 /// Billing's settings (`--pix-*`, `--billing-grace-days`).
@@ -282,6 +291,8 @@ impl Config {
             plans: std::sync::Arc::default(),
             billing: BillingConfig::default(),
             cart_abandon_after: chrono::Duration::minutes(d::CART_ABANDON_AFTER_MINUTES.into()),
+            storefront_order_hold: chrono::Duration::hours(d::STOREFRONT_ORDER_HOLD_HOURS.into()),
+            checkouts_per_hour: d::CHECKOUTS_PER_HOUR,
         }
     }
 
@@ -336,6 +347,8 @@ impl Config {
             ),
             billing: billing_config(a)?,
             cart_abandon_after: chrono::Duration::minutes(a.cart_abandon_after_minutes.into()),
+            storefront_order_hold: chrono::Duration::hours(a.storefront_order_hold_hours.into()),
+            checkouts_per_hour: a.checkouts_per_hour,
             deprecation_date: parse_date("deprecation-date", &a.deprecation_date)?,
             sunset_date: a
                 .sunset_date

@@ -134,6 +134,9 @@ fn job_registry() -> crate::jobs::Registry {
         "the workflow runs' sweep",
         crate::workflows::runner::ensure_sweep,
     );
+    r.purge("stale carts", |tx, now, _| {
+        crate::carts::store::purge_stale(tx, now - chrono::Duration::days(30))
+    });
     r.purge("finished workflow runs", |tx, now, _| {
         crate::workflows::runs::purge_finished(tx, now - crate::workflows::runner::KEEP_RUNS)
     });

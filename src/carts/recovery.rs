@@ -84,11 +84,44 @@ pub async fn sweep(st: &AppState) -> anyhow::Result<()> {
             break;
         }
     }
+    let cancelled = expire_unpaid(st, now).await?;
     st.db
         .write(move |tx| schedule(tx, now + SWEEP_EVERY, now, false))
         .await?;
-    tracing::info!(abandoned = total, "cart sweep ran");
+    tracing::info!(abandoned = total, cancelled, "cart sweep ran");
     Ok(())
+}
+
+/// Cancels the storefront orders unpaid for `--storefront-order-hold-hours`, through the
+/// orders area's one status change (stock released, `orders.cancelled`, audited as the
+/// storefront), in batches. A shopper's checkout reserves stock; an order nobody pays must
+/// not hold it for good.
+async fn expire_unpaid(st: &AppState, now: DateTime<Utc>) -> anyhow::Result<usize> {
+    let cutoff = now - st.cfg.storefront_order_hold;
+    let mut total = 0;
+    loop {
+        let payments = st.cfg.payments.clone();
+        let seen = st
+            .db
+            .write(move |tx| {
+                let due = crate::orders::store::unpaid_storefront_unscoped(tx, cutoff, BATCH)?;
+                for &(s, id) in &due {
+                    let tenant = crate::orders::store::tenant_of(tx, s)?;
+                    let actor = crate::audit::Actor {
+                        store_id: Some(s),
+                        ..crate::audit::Actor::system(tenant, "storefront_order_hold")
+                    };
+                    let cancel = (Some(crate::orders::model::OrderStatus::Cancelled), None);
+                    crate::orders::writes::update_in(tx, &actor, &payments, (s, id), cancel, now)?;
+                }
+                Ok(due.len())
+            })
+            .await?;
+        total += seen;
+        if i64::try_from(seen).unwrap_or(i64::MAX) < BATCH {
+            return Ok(total);
+        }
+    }
 }
 
 /// Marks one cart abandoned and fires `carts.abandoned`, in one transaction; false (and

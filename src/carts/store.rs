@@ -121,7 +121,9 @@ fn complete(c: &Connection, mut carts: Vec<CartOut>) -> Result<Vec<CartOut>, App
     };
     for (cart, item) in rows {
         if let Some(x) = carts.iter_mut().find(|x| x.id == cart) {
-            x.subtotal_cents += item.total_cents;
+            // Saturating: a catalog price has no upper bound, and the checkout refuses a
+            // total past the orders' maximum anyway.
+            x.subtotal_cents = x.subtotal_cents.saturating_add(item.total_cents);
             x.items.push(item);
         }
     }
@@ -140,8 +142,7 @@ fn item_row(r: &Row<'_>) -> rusqlite::Result<(CartId, CartItemOut)> {
             sku: r.get(5)?,
             quantity,
             unit_price_cents: unit,
-            // Prices are at most 10^12 and quantities 10^4: no overflow.
-            total_cents: unit * quantity,
+            total_cents: unit.saturating_mul(quantity),
             available: r.get(8)?,
         },
     ))
@@ -353,4 +354,14 @@ pub fn count(c: &Connection, store: StoreId, status: Option<CartStatus>) -> Resu
         "SELECT COUNT(*) FROM carts WHERE store_id = ?1 AND (?2 IS NULL OR status = ?2)",
     )?
     .query_row(params![store, status], |r| r.get(0))?)
+}
+
+/// Deletes carts nobody checked out and nobody touched since `before` (open or abandoned;
+/// their recovery links expired long ago). Checked-out carts stay with their orders.
+pub fn purge_stale(tx: &Transaction<'_>, before: DateTime<Utc>) -> Result<usize, AppError> {
+    Ok(crate::db::exec(
+        tx,
+        "DELETE FROM carts WHERE status IN ('open', 'abandoned') AND updated_at < ?1",
+        [time::format(before)],
+    )?)
 }

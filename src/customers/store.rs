@@ -172,22 +172,21 @@ pub fn get(
         .optional()?)
 }
 
-/// The store's customer with this e-mail (the unique key, case-insensitive), else the
-/// oldest with this phone: whom a storefront checkout is for.
+/// The store's customer with this e-mail (the unique key, case-insensitive); with no
+/// e-mail, the oldest with this phone: whom a storefront checkout is for.
 pub fn find_by_contact(
     c: &Connection,
     store: StoreId,
     email: Option<&str>,
     phone: Option<&str>,
 ) -> Result<Option<CustomerId>, AppError> {
+    // An e-mail decides alone: a stranger's phone beside a new e-mail must not attach an
+    // order to the customer who owns that phone.
     if let Some(e) = email {
-        let found = c
+        return Ok(c
             .prepare_cached("SELECT id FROM customers WHERE store_id = ?1 AND email = ?2")?
             .query_row(params![store, e], |r| r.get(0))
-            .optional()?;
-        if found.is_some() {
-            return Ok(found);
-        }
+            .optional()?);
     }
     let Some(p) = phone else {
         return Ok(None);

@@ -47,6 +47,8 @@ pub struct RateLimits {
     anonymous: Limiter,
     /// `POST /auth/register` per client address, on top of the general budget.
     registrations: Limiter,
+    /// Storefront checkouts per client address, on top of the general budget.
+    checkouts: Limiter,
     /// Documentation questions per visitor per hour, on top of the general budget.
     questions: Limiter,
     /// Documentation questions per day across everyone (one key).
@@ -96,6 +98,7 @@ impl RateLimits {
             authenticated: make(per_minute(cfg.rate_limit_authenticated)),
             anonymous: make(per_minute(cfg.rate_limit_anonymous)),
             registrations: make(per_hour(cfg.register_per_hour)),
+            checkouts: make(per_hour(cfg.checkouts_per_hour)),
             questions: make(per_hour(cfg.docs_hourly_limit)),
             questions_daily: make(per_day(cfg.docs_daily_limit)),
             clock,
@@ -113,6 +116,11 @@ impl RateLimits {
     /// Charges one registration to a client address.
     pub fn check_registration(&self, addr: IpAddr) -> Budget {
         self.charge(&self.registrations, &format!("ip:{}", budget_key(addr)))
+    }
+
+    /// Charges one storefront checkout to a client address.
+    pub fn check_checkout(&self, addr: IpAddr) -> Budget {
+        self.charge(&self.checkouts, &format!("ip:{}", budget_key(addr)))
     }
 
     /// Charges one documentation question to a visitor (any key the caller chose for it),

@@ -516,3 +516,21 @@ pub fn move_stock(
     }
     Ok(())
 }
+
+/// Storefront orders still unpaid (`pending`) that were placed before `before`, oldest first,
+/// across stores: the cart sweep cancels them to free their stock.
+pub fn unpaid_storefront_unscoped(
+    c: &Connection,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<(StoreId, OrderId)>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT store_id, id FROM orders
+         WHERE source = 'storefront' AND status = 'pending' AND created_at < ?1
+         ORDER BY created_at LIMIT ?2",
+    )?
+    .query_map(params![time::format(before), limit], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?
+    .collect::<Result<_, _>>()?)
+}

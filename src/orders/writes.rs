@@ -39,47 +39,61 @@ pub async fn update_order(
     let payments_cfg = st.cfg.payments.clone();
     st.db
         .write(move |tx| {
-            let mut o = store::load(tx, store, id)?.ok_or_else(not_found)?;
-            let mut event = None;
-            if let Some(to) = input.status {
-                if !o.status.allowed_next().contains(&to) {
-                    return Err(invalid_transition(o.status, to));
-                }
-                store::move_stock(tx, &o, to, now)?;
-                if to == OrderStatus::Paid {
-                    let provider = payments_cfg.provider_for(o.source == "manual");
-                    store::insert_payment(tx, store, id, provider, o.total_cents, now)?;
-                    store::bump_customer(tx, store, o.customer_id, 0, o.total_cents)?;
-                }
-                o.set_status(to);
-                event = Some(to.event());
-            }
-            if let Some(n) = new_note
-                && n != o.note
-            {
-                o.note = n;
-                event = event.or(Some(Event::OrdersUpdated));
-            }
-            let Some(event) = event else {
-                return Ok(o);
-            };
-            o.updated_at = time::format(now);
-            o.payments = store::payments(tx, id)?;
-            store::save(tx, &o)?;
-            webhooks::publish_change(
-                tx,
-                &actor,
-                &webhooks::Change {
-                    event,
-                    data: &o,
-                    action: "order.updated",
-                    resource_id: &id.to_string(),
-                },
-                now,
-            )?;
-            Ok(o)
+            let change = (input.status, new_note);
+            update_in(tx, &actor, &payments_cfg, (store, id), change, now)
         })
         .await
+}
+
+/// [`update_order`] in the caller's transaction, the note already checked: the one way an
+/// order's status moves (the route, and the storefront's expiry of unpaid orders).
+pub fn update_in(
+    tx: &Transaction<'_>,
+    actor: &Actor,
+    payments_cfg: &payments::PaymentsConfig,
+    (store, id): (StoreId, OrderId),
+    (status, new_note): (Option<OrderStatus>, Option<String>),
+    now: DateTime<Utc>,
+) -> Result<OrderOut, AppError> {
+    let mut o = store::load(tx, store, id)?.ok_or_else(not_found)?;
+    let mut event = None;
+    if let Some(to) = status {
+        if !o.status.allowed_next().contains(&to) {
+            return Err(invalid_transition(o.status, to));
+        }
+        store::move_stock(tx, &o, to, now)?;
+        if to == OrderStatus::Paid {
+            let provider = payments_cfg.provider_for(o.source == "manual");
+            store::insert_payment(tx, store, id, provider, o.total_cents, now)?;
+            store::bump_customer(tx, store, o.customer_id, 0, o.total_cents)?;
+        }
+        o.set_status(to);
+        event = Some(to.event());
+    }
+    if let Some(n) = new_note
+        && n != o.note
+    {
+        o.note = n;
+        event = event.or(Some(Event::OrdersUpdated));
+    }
+    let Some(event) = event else {
+        return Ok(o);
+    };
+    o.updated_at = time::format(now);
+    o.payments = store::payments(tx, id)?;
+    store::save(tx, &o)?;
+    webhooks::publish_change(
+        tx,
+        actor,
+        &webhooks::Change {
+            event,
+            data: &o,
+            action: "order.updated",
+            resource_id: &id.to_string(),
+        },
+        now,
+    )?;
+    Ok(o)
 }
 
 /// Where a new order comes from: its `source`, and how the plan's monthly orders hold it.

@@ -15,6 +15,7 @@ use crate::carts::{recovery, store as carts, writes};
 use crate::error::AppError;
 use crate::http::extract::{Json, Path, Query, text};
 use crate::http::page::{NoFilter, Page, PageQuery, Paged};
+use crate::http::trace::ClientAddr;
 use crate::ids::{CartId, ProductId, StoreId, VariantId};
 use crate::inbox::model::ChannelOut;
 use crate::inbox::visitor::{chat_channel, origin};
@@ -326,10 +327,14 @@ pub async fn set_customer(
               (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn checkout(
     State(st): State<AppState>,
+    ClientAddr(addr): ClientAddr,
     Path((key, id)): Path<(String, CartId)>,
     headers: HeaderMap,
     input: Option<Json<CheckoutIn>>,
 ) -> Result<(StatusCode, Json<CheckoutOut>), AppError> {
+    if let Some(wait) = st.limits.check_checkout(addr).retry_after_secs {
+        return Err(AppError::rate_limited(wait));
+    }
     let note = input
         .and_then(|Json(i)| i.note)
         .map(|n| text("note", &n, 0, 5000))

@@ -206,3 +206,94 @@ async fn the_abandonment_delay_is_the_operators() {
     theirs.expect(200);
     assert_eq!(theirs.body["data"], json!([]));
 }
+
+#[tokio::test]
+async fn an_unpaid_storefront_order_frees_its_stock_after_the_hold() {
+    let shop = Shop::open(spawn_app_with(|c| c.workers = 0).await, 10).await;
+    let app = &shop.app;
+    let rx = Receiver::start().await;
+    shop.subscribe(&rx, &["orders.cancelled"]).await;
+    let front = Front::of(&shop).await;
+    // A store token outlives the session over the two days the clock moves.
+    let reader = app
+        .store_token(
+            &shop.token,
+            &shop.store,
+            json!(["orders.read", "inventory.read"]),
+        )
+        .await;
+    let stock = || async {
+        let r = app
+            .call(get(), &shop.path("inventory?limit=200"), &reader, None)
+            .await;
+        let row = r.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["variant_id"] == shop.variants[0].as_str())
+            .unwrap()
+            .clone();
+        let n = |k: &str| row[k].as_i64().unwrap();
+        (n("on_hand"), n("reserved"), n("available"))
+    };
+    let (shop_ref, reader_ref) = (&shop, &reader);
+    let status = |id: String| async move {
+        app.call(
+            get(),
+            &shop_ref.path(&format!("orders/{id}")),
+            reader_ref,
+            None,
+        )
+        .await
+        .body["status"]
+            .clone()
+    };
+    let unpaid = front
+        .filled_cart(&shop.variants[0], 3, "unpaid@example.com")
+        .await;
+    let o1 = front.checkout(&unpaid).await;
+    o1.expect(201);
+    let paid = front
+        .filled_cart(&shop.variants[0], 2, "paid@example.com")
+        .await;
+    let o2 = front.checkout(&paid).await;
+    o2.expect(201);
+    shop.set_status(&o2.body["order"], "paid").await;
+    assert_eq!(stock().await, (10, 5, 5));
+
+    // Within the 48 hours nothing moves; past them the unpaid one is cancelled, once.
+    app.clock.advance(Duration::hours(47));
+    run_sweep(app).await;
+    assert_eq!(stock().await, (10, 5, 5));
+    app.clock.advance(Duration::hours(2));
+    run_sweep(app).await;
+    let id = o1.body["order"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(status(id.clone()).await, "cancelled");
+    assert_eq!(stock().await, (10, 2, 8));
+    let hits = rx.wait_for(1).await;
+    assert_eq!(hits[0].json()["data"]["id"], id.as_str());
+    run_sweep(app).await;
+    rx.expect_no_more_than(app, 1).await;
+    let paid_order = o2.body["order"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(status(paid_order).await, "paid");
+}
+
+#[tokio::test]
+async fn checkouts_have_a_budget_per_address() {
+    let shop = Shop::open(spawn_app_with(|c| c.checkouts_per_hour = 2).await, 10).await;
+    let front = Front::of(&shop).await;
+    for i in 0..2 {
+        let cart = front
+            .filled_cart(&shop.variants[0], 1, &format!("b{i}@example.com"))
+            .await;
+        front.checkout(&cart).await.expect(201);
+    }
+    let cart = front
+        .filled_cart(&shop.variants[0], 1, "b3@example.com")
+        .await;
+    let r = front.checkout(&cart).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some());
+    // Nothing was ordered by the refused one.
+    assert_eq!(shop.stock(0).await, (10, 2, 8));
+}

@@ -30,8 +30,11 @@ CREATE TABLE carts (
 );
 CREATE INDEX carts_by_created ON carts (store_id, created_at, id);
 CREATE INDEX carts_by_status ON carts (store_id, status, created_at, id);
--- The recovery job's scan: open carts, oldest change first.
-CREATE INDEX carts_to_abandon ON carts (updated_at) WHERE status = 'open';
+-- The recovery job's scan: open carts with a contact, oldest change first.
+CREATE INDEX carts_to_abandon ON carts (updated_at)
+    WHERE status = 'open' AND (email IS NOT NULL OR phone IS NOT NULL);
+-- The cleanup's stale carts.
+CREATE INDEX carts_stale ON carts (updated_at) WHERE status IN ('open', 'abandoned');
 
 -- A cart's lines: a variant once, in the order first added. Prices are not copied: a cart
 -- shows the catalog's current price until the checkout copies it into the order.
@@ -135,6 +138,9 @@ DROP TABLE temp.refunds_v25;
 CREATE INDEX orders_by_created ON orders (store_id, created_at, id);
 CREATE INDEX orders_by_status ON orders (store_id, status, created_at, id);
 CREATE INDEX orders_by_customer ON orders (store_id, customer_id, created_at, id);
+-- The cart sweep's unpaid storefront orders, whose stock it frees after the hold.
+CREATE INDEX orders_unpaid_storefront ON orders (created_at)
+    WHERE source = 'storefront' AND status = 'pending';
 CREATE INDEX payments_by_order ON payments (order_id, created_at);
 CREATE INDEX refunds_by_payment ON refunds (payment_id, status);
 CREATE INDEX refunds_by_order ON refunds (order_id, created_at);
