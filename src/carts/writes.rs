@@ -87,7 +87,7 @@ fn editable(tx: &Connection, store: StoreId, id: CartId) -> Result<(), AppError>
 }
 
 /// 409 for a change to a cart that became an order.
-fn checked_out() -> AppError {
+pub fn checked_out() -> AppError {
     AppError::conflict(
         ErrorCode::Conflict,
         "this cart was checked out; open a new one",
@@ -141,12 +141,20 @@ fn sellable(
     variant: VariantId,
     quantity: i64,
 ) -> Result<(), AppError> {
+    sellable_as(c, store, variant, quantity, "variant_id")
+}
+
+/// [`sellable`], naming the field a 422 is about.
+fn sellable_as(
+    c: &Connection,
+    store: StoreId,
+    variant: VariantId,
+    quantity: i64,
+    field: &str,
+) -> Result<(), AppError> {
     match store::offer(c, store, variant)? {
-        None => Err(AppError::field(
-            "variant_id",
-            "is not a variant of this store",
-        )),
-        Some((false, _)) => Err(AppError::field("variant_id", "is not on sale")),
+        None => Err(AppError::field(field, "is not a variant of this store")),
+        Some((false, _)) => Err(AppError::field(field, "is not on sale")),
         Some((true, free)) if free < quantity => Err(short(variant, quantity)),
         Some(_) => Ok(()),
     }
@@ -179,6 +187,53 @@ pub fn add_item(
     }
     sellable(tx, store, variant, total)?;
     store::put_item(tx, id, variant, total)?;
+    store::touch(tx, store, id, now)?;
+    store::get(tx, store, id)?.ok_or_else(not_found)
+}
+
+/// Replaces the cart's lines with `items`, in their order (the team's whole list in an
+/// assisted sale; an empty list empties the cart). Each line is checked as an added one is
+/// (422 naming `items[i]`; 409 `insufficient_stock`), a variant may appear once, and nothing
+/// changes unless every line passes.
+pub fn set_items(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CartId,
+    items: &[(VariantId, i64)],
+    now: DateTime<Utc>,
+) -> Result<CartOut, AppError> {
+    editable(tx, store, id)?;
+    if items.len() > MAX_LINES {
+        return Err(AppError::field(
+            "items",
+            format!("a cart holds at most {MAX_LINES} lines"),
+        ));
+    }
+    for (i, &(variant, quantity)) in items.iter().enumerate() {
+        if !(1..=MAX_QUANTITY).contains(&quantity) {
+            return Err(AppError::field(
+                format!("items[{i}].quantity"),
+                format!("must be 1 to {MAX_QUANTITY}"),
+            ));
+        }
+        if items[..i].iter().any(|&(v, _)| v == variant) {
+            return Err(AppError::field(
+                format!("items[{i}].variant_id"),
+                "is in the list twice; give it one line",
+            ));
+        }
+        sellable_as(
+            tx,
+            store,
+            variant,
+            quantity,
+            &format!("items[{i}].variant_id"),
+        )?;
+    }
+    store::clear_items(tx, id)?;
+    for &(variant, quantity) in items {
+        store::put_item(tx, id, variant, quantity)?;
+    }
     store::touch(tx, store, id, now)?;
     store::get(tx, store, id)?.ok_or_else(not_found)
 }
