@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Transaction};
 
 use super::model::{
-    CartCustomer, CartLineIn, CartLinesIn, CartLinkIn, CartOut, CartUpdated, ConversationCartIn,
+    CartCustomer, CartLineIn, CartLinesIn, CartLinkIn, CartOut, ConversationCartIn,
 };
 use super::{recovery, store, writes};
 use crate::audit::{self, Actor};
@@ -58,25 +58,6 @@ fn conversation(
 fn attached(c: &Connection, store: StoreId, conv: ConversationId) -> Result<CartId, AppError> {
     conversation(c, store, conv)?;
     store::attached(c, store, conv)?.ok_or_else(no_cart)
-}
-
-/// `cart:updated` for both sockets of the conversation.
-fn frames(store: StoreId, conv: ConversationId, cart: Option<&CartOut>) -> [Frame; 2] {
-    let data = CartUpdated {
-        conversation_id: conv,
-        cart: cart.cloned(),
-    };
-    crate::inbox::events::cart_updated(store, conv, &data)
-}
-
-/// What a shopper's change (on the storefront) publishes: `cart:updated` when the cart is
-/// attached to a conversation, nothing otherwise.
-pub fn frames_for(tx: &Connection, store: StoreId, id: CartId) -> Result<Vec<Frame>, AppError> {
-    let Some(conv) = store::head(tx, store, id)?.and_then(|h| h.conversation) else {
-        return Ok(Vec::new());
-    };
-    let cart = store::get(tx, store, id)?;
-    Ok(frames(store, conv, cart.as_ref()).into())
 }
 
 /// The chat channel the cart's links name: the conversation's when it is a chat, else the
@@ -218,7 +199,7 @@ pub async fn attach_cart(
             move |tx| {
                 let (cart, made) = attach_in(tx, &actor, store, conv, cart_id, now)?;
                 let frames: Vec<Frame> = if made {
-                    frames(store, conv, Some(&cart)).into()
+                    writes::cart_updated(store, conv, Some(&cart)).into()
                 } else {
                     Vec::new()
                 };
@@ -273,7 +254,7 @@ pub async fn set_cart_items(
                 let id = attached(tx, store, conv)?;
                 let cart = writes::set_items(tx, store, id, &items, now)?;
                 audit::record(tx, &actor, "cart.updated", "cart", &id.to_string(), now)?;
-                let frames = frames(store, conv, Some(&cart));
+                let frames = writes::cart_updated(store, conv, Some(&cart));
                 Ok((cart, frames))
             },
             move |frames| hub.publish(&frames),
@@ -306,7 +287,7 @@ pub async fn detach_cart(
                 };
                 store::attach(tx, store, id, None)?;
                 audit::record(tx, &actor, "cart.detached", "cart", &id.to_string(), now)?;
-                Ok(((), frames(store, conv, None).into()))
+                Ok(((), writes::cart_updated(store, conv, None).into()))
             },
             move |frames: Vec<Frame>| hub.publish(&frames),
         )

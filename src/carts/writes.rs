@@ -5,13 +5,14 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Transaction};
 
-use super::model::{CartCustomer, CartOut, CartRecovered, CartStatus};
+use super::model::{CartCustomer, CartOut, CartRecovered, CartStatus, CartUpdated};
 use super::store::{self, Head, NewCart};
 use crate::audit::Actor;
 use crate::billing::plans::Catalog;
 use crate::error::{AppError, ErrorCode};
 use crate::events::Event;
-use crate::ids::{CartId, ChannelId, CustomerId, StoreId, VariantId};
+use crate::ids::{CartId, ChannelId, ConversationId, CustomerId, StoreId, VariantId};
+use crate::inbox::hub::Frame;
 use crate::orders::model::{OrderIn, OrderItemIn, OrderOut};
 use crate::orders::writes::Origin;
 use crate::webhooks;
@@ -431,4 +432,24 @@ fn customer_for(
         now,
     )?;
     Ok(id)
+}
+
+/// `cart:updated` for the conversation's sockets (the team's and the widget's), to publish
+/// once the change commits; `cart` None once detached.
+pub fn cart_updated(store: StoreId, conv: ConversationId, cart: Option<&CartOut>) -> [Frame; 2] {
+    let data = CartUpdated {
+        conversation_id: conv,
+        cart: cart.cloned(),
+    };
+    crate::inbox::events::cart_updated(store, conv, &data)
+}
+
+/// What a change to the cart publishes: `cart:updated` when an assisted sale attached it to
+/// a conversation, nothing otherwise (the storefront's routes call it for the shopper's).
+pub fn frames_for(c: &Connection, store: StoreId, id: CartId) -> Result<Vec<Frame>, AppError> {
+    let Some(conv) = store::head(c, store, id)?.and_then(|h| h.conversation) else {
+        return Ok(Vec::new());
+    };
+    let cart = store::get(c, store, id)?;
+    Ok(cart_updated(store, conv, cart.as_ref()).into())
 }

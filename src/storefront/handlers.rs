@@ -206,7 +206,7 @@ async fn change_cart<T: Send + 'static>(
                 let store = store_of(tx, &key, origin.as_deref())?;
                 writes::authorize(tx, store, id, token.as_deref())?;
                 let out = change(tx, store)?;
-                let frames = crate::carts::assisted::frames_for(tx, store, id)?;
+                let frames = writes::frames_for(tx, store, id)?;
                 Ok((out, frames))
             },
             move |frames| hub.publish(&frames),
