@@ -35,6 +35,8 @@ CREATE INDEX carts_to_abandon ON carts (updated_at)
     WHERE status = 'open' AND (email IS NOT NULL OR phone IS NOT NULL);
 -- The cleanup's stale carts.
 CREATE INDEX carts_stale ON carts (updated_at) WHERE status IN ('open', 'abandoned');
+-- A conversation's cart (the assisted sale).
+CREATE INDEX carts_by_conversation ON carts (conversation_id) WHERE conversation_id IS NOT NULL;
 
 -- A cart's lines: a variant once, in the order first added. Prices are not copied: a cart
 -- shows the catalog's current price until the checkout copies it into the order.

@@ -43,6 +43,8 @@ pub enum ErrorCode {
     NotAMember,
     NotFound,
     RouteNotFound,
+    /// The conversation has no cart attached (an assisted sale's routes).
+    NoCart,
     MethodNotAllowed,
     Conflict,
     IdempotencyRequestInProgress,
@@ -108,7 +110,7 @@ impl ErrorCode {
             | Self::AccountDisabled
             | Self::NotTokenOwner
             | Self::NotAMember => StatusCode::FORBIDDEN,
-            Self::NotFound | Self::RouteNotFound => StatusCode::NOT_FOUND,
+            Self::NotFound | Self::RouteNotFound | Self::NoCart => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict
             | Self::IdempotencyRequestInProgress

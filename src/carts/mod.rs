@@ -16,9 +16,16 @@
 //!   items untouched for `--cart-abandon-after-minutes`; the conditional UPDATE and its
 //!   `carts.abandoned` share a transaction, so each fires once per cart. Its
 //!   `recovery_url` is signed with the server's HMAC key and ends after 14 days.
-//! - Cart changes live in [`writes`], each inside the caller's transaction: the storefront
-//!   calls them today, an inbox handler can tomorrow (assisted sales).
+//! - Cart changes live in [`writes`], each inside the caller's transaction: the storefront's
+//!   routes and the inbox's assisted sale ([`assisted`]) call the same rules.
+//! - Assisted sales (spec 6.2–6.3 `cart:updated`, 7 `no_cart`): a conversation has at most
+//!   one cart attached; reading it needs `conversations.read` and `orders.read`, changing it
+//!   `conversations.write` and `orders.write`. Every change to an attached cart (the team's,
+//!   or the shopper's on the storefront) publishes `cart:updated` to the team and the
+//!   conversation's widget after it commits, never with a token. The checkout link the team
+//!   sends is the signed recovery link, posted through the inbox's own reply path.
 
+pub mod assisted;
 pub mod handlers;
 pub mod model;
 pub mod recovery;
@@ -30,9 +37,16 @@ use utoipa_axum::routes;
 
 use crate::state::AppState;
 
-/// The admin routes (`/stores/{store_id}/carts...`).
+/// The admin routes (`/stores/{store_id}/carts...` and a conversation's `.../cart`).
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(handlers::list_carts))
         .routes(routes!(handlers::get_cart))
+        .routes(routes!(
+            assisted::get_conversation_cart,
+            assisted::attach_cart,
+            assisted::detach_cart
+        ))
+        .routes(routes!(assisted::set_cart_items))
+        .routes(routes!(assisted::send_cart_link))
 }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::ids::{CartId, OrderId, ProductId, StoreId, VariantId};
+use crate::ids::{CartId, ConversationId, OrderId, ProductId, StoreId, VariantId};
 
 crate::text_enum! {
     /// `open` while the shopper fills it; `abandoned` once untouched for the abandonment
@@ -97,4 +97,43 @@ pub struct CartRecovered {
 #[into_params(parameter_in = Query)]
 pub struct CartFilter {
     pub status: Option<CartStatus>,
+}
+
+/// `POST /stores/{id}/conversations/{conversation_id}/cart`: with `cart_id`, attach that open
+/// cart of the store (a shopper's from the storefront, say) instead of opening a new one.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationCartIn {
+    pub cart_id: Option<CartId>,
+}
+
+/// One line of an assisted-sale cart, as the team sets it.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CartLineIn {
+    pub variant_id: VariantId,
+    /// 1 to 10000: the line's quantity.
+    pub quantity: i64,
+}
+
+/// `PUT .../cart/items`: the cart's whole list of lines, in order (an empty list empties it).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CartLinesIn {
+    pub items: Vec<CartLineIn>,
+}
+
+/// `POST .../cart/send`: the text before the link; a short default without it.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CartLinkIn {
+    pub text: Option<String>,
+}
+
+/// `cart:updated`'s data on both sockets (spec 6.2, 6.3): the conversation's cart as it now
+/// is, or null once detached. No cart carries its token.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CartUpdated {
+    pub conversation_id: ConversationId,
+    pub cart: Option<CartOut>,
 }

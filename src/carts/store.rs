@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use super::model::{CartCustomer, CartItemOut, CartOut, CartStatus};
 use crate::db::rendered::Position;
 use crate::error::AppError;
-use crate::ids::{CartId, ChannelId, OrderId, StoreId, VariantId};
+use crate::ids::{CartId, ChannelId, ConversationId, OrderId, StoreId, VariantId};
 use crate::time;
 
 const COLUMNS: &str = "id, store_id, status, email, phone, currency, order_id, created_at, \
@@ -63,20 +63,74 @@ pub struct Head {
     pub token_hash: Option<Vec<u8>>,
     pub status: CartStatus,
     pub channel: Option<ChannelId>,
+    /// The inbox conversation an assisted sale attached it to.
+    pub conversation: Option<ConversationId>,
 }
 
 pub fn head(c: &Connection, store: StoreId, id: CartId) -> Result<Option<Head>, AppError> {
     Ok(c.prepare_cached(
-        "SELECT token_hash, status, channel_id FROM carts WHERE store_id = ?1 AND id = ?2",
+        "SELECT token_hash, status, channel_id, conversation_id FROM carts
+         WHERE store_id = ?1 AND id = ?2",
     )?
     .query_row(params![store, id], |r| {
         Ok(Head {
             token_hash: r.get(0)?,
             status: r.get(1)?,
             channel: r.get(2)?,
+            conversation: r.get(3)?,
         })
     })
     .optional()?)
+}
+
+/// The cart attached to the conversation, if any (at most one: [`attach`]'s callers check).
+pub fn attached(
+    c: &Connection,
+    store: StoreId,
+    conversation: ConversationId,
+) -> Result<Option<CartId>, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT id FROM carts WHERE store_id = ?1 AND conversation_id = ?2
+         ORDER BY created_at DESC, id DESC LIMIT 1",
+    )?
+    .query_row(params![store, conversation], |r| r.get(0))
+    .optional()?)
+}
+
+/// Attaches the cart to `conversation`, or detaches it (None).
+pub fn attach(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CartId,
+    conversation: Option<ConversationId>,
+) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "UPDATE carts SET conversation_id = ?3 WHERE store_id = ?1 AND id = ?2",
+        params![store, id, conversation],
+    )?;
+    Ok(())
+}
+
+/// Sets the cart's channel when it has none (the one its links will name).
+pub fn set_channel(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CartId,
+    channel: ChannelId,
+) -> Result<(), AppError> {
+    crate::db::exec(
+        tx,
+        "UPDATE carts SET channel_id = ?3 WHERE store_id = ?1 AND id = ?2 AND channel_id IS NULL",
+        params![store, id, channel],
+    )?;
+    Ok(())
+}
+
+/// Removes every line of the cart (a whole new list follows).
+pub fn clear_items(tx: &Transaction<'_>, cart: CartId) -> Result<(), AppError> {
+    crate::db::exec(tx, "DELETE FROM cart_items WHERE cart_id = ?1", [cart])?;
+    Ok(())
 }
 
 /// The cart with its lines at current prices.

@@ -5,13 +5,14 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Transaction};
 
-use super::model::{CartCustomer, CartOut, CartRecovered, CartStatus};
+use super::model::{CartCustomer, CartOut, CartRecovered, CartStatus, CartUpdated};
 use super::store::{self, Head, NewCart};
 use crate::audit::Actor;
 use crate::billing::plans::Catalog;
 use crate::error::{AppError, ErrorCode};
 use crate::events::Event;
-use crate::ids::{CartId, ChannelId, CustomerId, StoreId, VariantId};
+use crate::ids::{CartId, ChannelId, ConversationId, CustomerId, StoreId, VariantId};
+use crate::inbox::hub::Frame;
 use crate::orders::model::{OrderIn, OrderItemIn, OrderOut};
 use crate::orders::writes::Origin;
 use crate::webhooks;
@@ -87,7 +88,7 @@ fn editable(tx: &Connection, store: StoreId, id: CartId) -> Result<(), AppError>
 }
 
 /// 409 for a change to a cart that became an order.
-fn checked_out() -> AppError {
+pub fn checked_out() -> AppError {
     AppError::conflict(
         ErrorCode::Conflict,
         "this cart was checked out; open a new one",
@@ -141,12 +142,20 @@ fn sellable(
     variant: VariantId,
     quantity: i64,
 ) -> Result<(), AppError> {
+    sellable_as(c, store, variant, quantity, "variant_id")
+}
+
+/// [`sellable`], naming the field a 422 is about.
+fn sellable_as(
+    c: &Connection,
+    store: StoreId,
+    variant: VariantId,
+    quantity: i64,
+    field: &str,
+) -> Result<(), AppError> {
     match store::offer(c, store, variant)? {
-        None => Err(AppError::field(
-            "variant_id",
-            "is not a variant of this store",
-        )),
-        Some((false, _)) => Err(AppError::field("variant_id", "is not on sale")),
+        None => Err(AppError::field(field, "is not a variant of this store")),
+        Some((false, _)) => Err(AppError::field(field, "is not on sale")),
         Some((true, free)) if free < quantity => Err(short(variant, quantity)),
         Some(_) => Ok(()),
     }
@@ -179,6 +188,53 @@ pub fn add_item(
     }
     sellable(tx, store, variant, total)?;
     store::put_item(tx, id, variant, total)?;
+    store::touch(tx, store, id, now)?;
+    store::get(tx, store, id)?.ok_or_else(not_found)
+}
+
+/// Replaces the cart's lines with `items`, in their order (the team's whole list in an
+/// assisted sale; an empty list empties the cart). Each line is checked as an added one is
+/// (422 naming `items[i]`; 409 `insufficient_stock`), a variant may appear once, and nothing
+/// changes unless every line passes.
+pub fn set_items(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    id: CartId,
+    items: &[(VariantId, i64)],
+    now: DateTime<Utc>,
+) -> Result<CartOut, AppError> {
+    editable(tx, store, id)?;
+    if items.len() > MAX_LINES {
+        return Err(AppError::field(
+            "items",
+            format!("a cart holds at most {MAX_LINES} lines"),
+        ));
+    }
+    for (i, &(variant, quantity)) in items.iter().enumerate() {
+        if !(1..=MAX_QUANTITY).contains(&quantity) {
+            return Err(AppError::field(
+                format!("items[{i}].quantity"),
+                format!("must be 1 to {MAX_QUANTITY}"),
+            ));
+        }
+        if items[..i].iter().any(|&(v, _)| v == variant) {
+            return Err(AppError::field(
+                format!("items[{i}].variant_id"),
+                "is in the list twice; give it one line",
+            ));
+        }
+        sellable_as(
+            tx,
+            store,
+            variant,
+            quantity,
+            &format!("items[{i}].variant_id"),
+        )?;
+    }
+    store::clear_items(tx, id)?;
+    for &(variant, quantity) in items {
+        store::put_item(tx, id, variant, quantity)?;
+    }
     store::touch(tx, store, id, now)?;
     store::get(tx, store, id)?.ok_or_else(not_found)
 }
@@ -376,4 +432,24 @@ fn customer_for(
         now,
     )?;
     Ok(id)
+}
+
+/// `cart:updated` for the conversation's sockets (the team's and the widget's), to publish
+/// once the change commits; `cart` None once detached.
+pub fn cart_updated(store: StoreId, conv: ConversationId, cart: Option<&CartOut>) -> [Frame; 2] {
+    let data = CartUpdated {
+        conversation_id: conv,
+        cart: cart.cloned(),
+    };
+    crate::inbox::events::cart_updated(store, conv, &data)
+}
+
+/// What a change to the cart publishes: `cart:updated` when an assisted sale attached it to
+/// a conversation, nothing otherwise (the storefront's routes call it for the shopper's).
+pub fn frames_for(c: &Connection, store: StoreId, id: CartId) -> Result<Vec<Frame>, AppError> {
+    let Some(conv) = store::head(c, store, id)?.and_then(|h| h.conversation) else {
+        return Ok(Vec::new());
+    };
+    let cart = store::get(c, store, id)?;
+    Ok(cart_updated(store, conv, cart.as_ref()).into())
 }

@@ -52,6 +52,17 @@ pub fn conversation_new(row: &InboxRow) -> Frame {
     )
 }
 
+/// `cart:updated` (`{conversation_id, cart}`, an assisted sale's cart), to the team and to
+/// the shopper alike: the caller's data carries no cart token.
+pub fn cart_updated<T: serde::Serialize>(
+    store: crate::ids::StoreId,
+    conversation: crate::ids::ConversationId,
+    data: &T,
+) -> [Frame; 2] {
+    [Audience::Agents, Audience::Widget]
+        .map(|a| Frame::new(a, "cart:updated", store, Some(conversation), data))
+}
+
 /// `note:new`, to the team only.
 pub fn note(store: crate::ids::StoreId, n: &NoteOut) -> Frame {
     Frame::new(

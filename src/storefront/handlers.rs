@@ -189,7 +189,9 @@ pub async fn create_cart(
     )))
 }
 
-/// Runs `change` on the cart in one write, once the key and the cart's token check out.
+/// Runs `change` on the cart in one write, once the key and the cart's token check out. A
+/// cart an assisted sale attached to a conversation tells the team and the widget
+/// (`cart:updated`) once the write commits.
 async fn change_cart<T: Send + 'static>(
     st: &AppState,
     key: String,
@@ -198,12 +200,18 @@ async fn change_cart<T: Send + 'static>(
     change: impl FnOnce(&rusqlite::Transaction<'_>, StoreId) -> Result<T, AppError> + Send + 'static,
 ) -> Result<T, AppError> {
     let (origin, token) = (origin(headers), cart_token(headers));
+    let hub = st.hub.clone();
     st.db
-        .write(move |tx| {
-            let store = store_of(tx, &key, origin.as_deref())?;
-            writes::authorize(tx, store, id, token.as_deref())?;
-            change(tx, store)
-        })
+        .write_publish(
+            move |tx| {
+                let store = store_of(tx, &key, origin.as_deref())?;
+                writes::authorize(tx, store, id, token.as_deref())?;
+                let out = change(tx, store)?;
+                let frames = writes::frames_for(tx, store, id)?;
+                Ok((out, frames))
+            },
+            move |frames| hub.publish(&frames),
+        )
         .await
 }
 

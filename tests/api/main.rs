@@ -2,6 +2,7 @@
 
 mod api_tokens;
 mod assistant;
+mod assisted_sale;
 mod at_rest;
 mod attachments;
 mod billing;

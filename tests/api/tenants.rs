@@ -194,8 +194,8 @@ async fn creating_stores_needs_stores_create_in_the_organization() {
     );
 }
 
-/// One row of the authorization table: method, path, body, the permission it needs, and
-/// the roles that may call it.
+/// One row of the authorization table: method, path, body, the permission it needs (two
+/// joined by `+` when it needs both), and the roles that may call it.
 /// The body with every `{n}` in its strings made unique, so a row that creates something
 /// with a unique field (a SKU, a slug) can be sent again and again.
 fn fresh(body: &Option<Value>) -> Option<Value> {
@@ -371,6 +371,9 @@ async fn the_authorization_table_for_store_routes() {
     cart.expect(201);
     let cart_path = format!("{p}/carts/{}", cart.body["id"].as_str().unwrap());
     let inbox_writers: &'static [&'static str] = &["owner", "admin", "staff"];
+    // The conversation's assisted-sale cart (issue 19, phase B): both areas' permissions.
+    let assisted = format!("{one}/cart");
+    let assisted_items = json!({"items": [{"variant_id": variant, "quantity": 1}]});
     let brand = app.get_as(&format!("{p}/brand-system"), &owner).await.body["system"].clone();
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
@@ -783,6 +786,43 @@ async fn the_authorization_table_for_store_routes() {
             Some("orders.read"),
             all_roles,
         ),
+        // An assisted sale (issue 19): creating is repeatable (201, then 200 with the same
+        // cart), detaching too (204); detaching comes last.
+        (
+            post(),
+            assisted.clone(),
+            None,
+            Some("conversations.write+orders.write"),
+            inbox_writers,
+        ),
+        (
+            get(),
+            assisted.clone(),
+            None,
+            Some("conversations.read+orders.read"),
+            all_roles,
+        ),
+        (
+            reqwest::Method::PUT,
+            format!("{assisted}/items"),
+            Some(assisted_items),
+            Some("conversations.write+orders.write"),
+            inbox_writers,
+        ),
+        (
+            post(),
+            format!("{assisted}/send"),
+            Some(json!({"text": "Your cart {n}"})),
+            Some("conversations.write+orders.write"),
+            inbox_writers,
+        ),
+        (
+            reqwest::Method::DELETE,
+            assisted.clone(),
+            None,
+            Some("conversations.write+orders.write"),
+            inbox_writers,
+        ),
         (
             get(),
             format!("{p}/inventory"),
@@ -933,13 +973,23 @@ async fn the_authorization_table_for_store_routes() {
     for (method, path, body, needs, allowed) in &table {
         // A store token scoped to the permission succeeds; one scoped to another does not.
         if let Some(perm) = needs {
-            let right = app.store_token(&owner, &store_id, json!([perm])).await;
+            let perms: Vec<&str> = perm.split('+').collect();
+            let right = app.store_token(&owner, &store_id, json!(perms)).await;
             let other = if *perm == "audit.read" {
                 "orders.read"
             } else {
                 "audit.read"
             };
             let wrong = app.store_token(&owner, &store_id, json!([other])).await;
+            // A route that needs two permissions refuses a token with only one of them.
+            if perms.len() > 1 {
+                for one in &perms {
+                    let half = app.store_token(&owner, &store_id, json!([one])).await;
+                    app.call(method.clone(), path, &half, fresh(body))
+                        .await
+                        .expect_error(403, "missing_permission");
+                }
+            }
             let r = app.call(method.clone(), path, &right, fresh(body)).await;
             // Invites are credentials, and a role change may not hand out more than the
             // token holds: members.write alone grants neither (see the test below).
