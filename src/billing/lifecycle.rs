@@ -610,16 +610,7 @@ fn schedule(
     now: DateTime<Utc>,
     also_running: bool,
 ) -> Result<(), AppError> {
-    let pending: bool = tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM jobs WHERE kind = ?1
-                          AND (state = 'queued' OR (?2 AND state = 'running')))",
-        params![BillingDay::KIND, also_running],
-        |r| r.get(0),
-    )?;
-    if !pending {
-        crate::jobs::enqueue_at(tx, &BillingDay, run_at, now)?;
-    }
-    Ok(())
+    crate::jobs::enqueue_once(tx, &BillingDay, run_at, now, also_running).map(|_| ())
 }
 
 /// The scheduler's hourly check: a run now, unless one is waiting or running (the first

@@ -4,7 +4,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Transaction, params};
+use rusqlite::Transaction;
 use serde::{Deserialize, Serialize};
 
 use super::model::CartAbandoned;
@@ -42,16 +42,7 @@ fn schedule(
     now: DateTime<Utc>,
     also_running: bool,
 ) -> Result<(), AppError> {
-    let pending: bool = tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM jobs WHERE kind = ?1
-                          AND (state = 'queued' OR (?2 AND state = 'running')))",
-        params![CartSweep::KIND, also_running],
-        |r| r.get(0),
-    )?;
-    if !pending {
-        crate::jobs::enqueue_at(tx, &CartSweep, run_at, now)?;
-    }
-    Ok(())
+    crate::jobs::enqueue_once(tx, &CartSweep, run_at, now, also_running).map(|_| ())
 }
 
 /// The scheduler's hourly check: a run now, unless one is waiting or running (the first

@@ -128,6 +128,27 @@ pub fn enqueue_at<J: JobKind>(
     Ok(id)
 }
 
+/// Enqueues `job` at `run_at` unless a job of its kind is waiting (or, with `or_running`,
+/// running): how a recurring job keeps one copy in the queue. True when it enqueued.
+pub fn enqueue_once<J: JobKind>(
+    tx: &Transaction<'_>,
+    job: &J,
+    run_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    or_running: bool,
+) -> Result<bool, AppError> {
+    let pending: bool = tx
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE kind = ?1
+                              AND (state = 'queued' OR (?2 AND state = 'running')))",
+        )?
+        .query_row(params![J::KIND, or_running], |r| r.get(0))?;
+    if !pending {
+        enqueue_at(tx, job, run_at, now)?;
+    }
+    Ok(!pending)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Cleanup, JobKind, StoredJob};

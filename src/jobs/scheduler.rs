@@ -7,21 +7,13 @@ use chrono::{DateTime, Utc};
 use rusqlite::Transaction;
 use tokio_util::sync::CancellationToken;
 
-use super::{Cleanup, JobKind, enqueue};
+use super::Cleanup;
 use crate::error::AppError;
 use crate::state::AppState;
 
 /// Enqueues a cleanup unless one is already waiting or running.
 pub fn enqueue_cleanup(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<bool, AppError> {
-    let pending: bool = tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM jobs WHERE kind = ?1 AND state IN ('queued', 'running'))",
-        [Cleanup::KIND],
-        |r| r.get(0),
-    )?;
-    if !pending {
-        enqueue(tx, &Cleanup, now)?;
-    }
-    Ok(!pending)
+    super::enqueue_once(tx, &Cleanup, now, now, true)
 }
 
 /// The scheduler loop: a cleanup every `cleanup_interval`; rate-limit budgets

@@ -205,26 +205,14 @@ pub async fn send_text(
                 .await
                 .map(|()| Some(id))
         }
-        MsgappConfig::Cloud {
-            api_base,
-            token,
-            timeout,
-            ..
-        } => {
-            let url = format!(
-                "{}/{}/messages",
-                api_base.trim_end_matches('/'),
-                msg.phone_number_id
-            );
+        MsgappConfig::Cloud { .. } => {
             let body = json!({
                 "messaging_product": CLOUD_PRODUCT,
                 "to": msg.to.trim_start_matches('+'),
                 "type": "text",
                 "text": {"body": msg.body},
-            })
-            .to_string();
-            let (token, timeout) = (token.clone(), *timeout);
-            run_blocking(move || post_for_id(&url, &token, &body, timeout)).await
+            });
+            post_message(cfg, msg.phone_number_id, &body).await
         }
     };
     match &result {
@@ -266,17 +254,7 @@ pub async fn send_template(
                 .await
                 .map(|()| Some(id))
         }
-        MsgappConfig::Cloud {
-            api_base,
-            token,
-            timeout,
-            ..
-        } => {
-            let url = format!(
-                "{}/{}/messages",
-                api_base.trim_end_matches('/'),
-                msg.phone_number_id
-            );
+        MsgappConfig::Cloud { .. } => {
             let parameters: Vec<_> = msg
                 .parameters
                 .iter()
@@ -291,10 +269,8 @@ pub async fn send_template(
                     "language": {"code": msg.language},
                     "components": [{"type": "body", "parameters": parameters}],
                 },
-            })
-            .to_string();
-            let (token, timeout) = (token.clone(), *timeout);
-            run_blocking(move || post_for_id(&url, &token, &body, timeout)).await
+            });
+            post_message(cfg, msg.phone_number_id, &body).await
         }
     };
     match &result {
@@ -304,6 +280,30 @@ pub async fn send_template(
         Err(e) => tracing::warn!(to = %masked, error = %e, "msgapp template message failed"),
     }
     result
+}
+
+/// Posts a message from the store's number `phone_number_id` with the `cloud` provider, off
+/// the async runtime; the provider's id for it.
+async fn post_message(
+    cfg: &MsgappConfig,
+    phone_number_id: &str,
+    body: &serde_json::Value,
+) -> Result<Option<String>, SendError> {
+    let MsgappConfig::Cloud {
+        api_base,
+        token,
+        timeout,
+        ..
+    } = cfg
+    else {
+        return Err(SendError::Transport("not the cloud provider".into()));
+    };
+    let url = format!(
+        "{}/{phone_number_id}/messages",
+        api_base.trim_end_matches('/')
+    );
+    let (token, timeout, body) = (token.clone(), *timeout, body.to_string());
+    run_blocking(move || post_for_id(&url, &token, &body, timeout)).await
 }
 
 /// How much of the provider's answer is read: its id, or its error's explanation.

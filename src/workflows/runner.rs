@@ -101,15 +101,7 @@ impl JobKind for WorkflowSweep {
 
 /// Enqueues a sweep unless one is waiting or running ([`crate::jobs::Registry::recurring`]).
 pub fn ensure_sweep(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
-    let pending: bool = tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM jobs WHERE kind = ?1 AND state IN ('queued', 'running'))",
-        [WorkflowSweep::KIND],
-        |r| r.get(0),
-    )?;
-    if !pending {
-        jobs::enqueue(tx, &WorkflowSweep, now)?;
-    }
-    Ok(())
+    jobs::enqueue_once(tx, &WorkflowSweep, now, now, true).map(|_| ())
 }
 
 /// The sweep: runs whose step job is gone fail; schedules without a fire job get one.

@@ -90,6 +90,12 @@ impl Shop {
         p.body.clone()
     }
 
+    /// `GET` of one run of `w` (a run's body as `POST .../run` answered it).
+    async fn get_run(&self, w: &Value, run: &Value) -> crate::support::Reply {
+        let path = self.wf(w, &format!("/runs/{}", run["id"].as_str().unwrap()));
+        self.app.call(get(), &path, &self.token, None).await
+    }
+
     fn wf(&self, w: &Value, rest: &str) -> String {
         self.path(&format!("workflows/{}{rest}", w["id"].as_str().unwrap()))
     }
@@ -491,15 +497,7 @@ async fn a_failing_step_is_retried_with_backoff_then_the_run_fails() {
         .await;
     s.app.drain_jobs().await;
     assert_eq!(fake.count(), 9);
-    let r = s
-        .app
-        .call(
-            get(),
-            &s.wf(&w, &format!("/runs/{}", run.body["id"].as_str().unwrap())),
-            &s.token,
-            None,
-        )
-        .await;
+    let r = s.get_run(&w, &run.body).await;
     assert_eq!(r.body["status"], "failed");
     assert!(
         r.body["error"]
@@ -514,15 +512,7 @@ async fn a_failing_step_is_retried_with_backoff_then_the_run_fails() {
     let run = s.app.call(post(), &s.wf(&w, "/run"), &s.token, None).await;
     s.app.drain_jobs().await;
     assert_eq!(fake.count(), 9);
-    let r = s
-        .app
-        .call(
-            get(),
-            &s.wf(&w, &format!("/runs/{}", run.body["id"].as_str().unwrap())),
-            &s.token,
-            None,
-        )
-        .await;
+    let r = s.get_run(&w, &run.body).await;
     assert_eq!(
         (&r.body["status"], &r.body["error"]),
         (
@@ -557,15 +547,7 @@ async fn send_email_goes_from_the_stores_email_channel() {
         .await;
     run.expect(201);
     s.app.drain_jobs().await;
-    let r = s
-        .app
-        .call(
-            get(),
-            &s.wf(&w, &format!("/runs/{}", run.body["id"].as_str().unwrap())),
-            &s.token,
-            None,
-        )
-        .await;
+    let r = s.get_run(&w, &run.body).await;
     assert_eq!(
         r.body["error"],
         "the store has no enabled e-mail channel to send from"
