@@ -199,7 +199,8 @@ fn job_registry() -> crate::jobs::Registry {
 
 /// Migrates the database and brings what it holds at rest up to date before anything else
 /// opens it: the HMAC keys move out to their file, plain TOTP secrets are sealed, and
-/// without the `log` provider secret-bearing outbound messages are blanked. On its own
+/// without the `log` provider secret-bearing outbound messages are blanked, and products a
+/// migration queued get their storefront rows (rendered by our code, not SQL). On its own
 /// connection, so that the bytes the old values sat in are zeroed (`secure_delete`) and the
 /// WAL that still holds them is truncated. Each step is idempotent: a crash mid-way is
 /// finished by the next start.
@@ -223,7 +224,12 @@ fn prepare_at_rest(
     } else {
         crate::msgapp::withhold_secret_bodies(&tx)?
     };
+    let storefront = crate::storefront::store::render_pending(&tx)
+        .map_err(|e| anyhow::anyhow!("rendering storefront products: {e:?}"))?;
     tx.commit()?;
+    if storefront > 0 {
+        tracing::info!(products = storefront, "rendered the storefront's products");
+    }
     if sealed > 0 {
         tracing::info!(
             users = sealed,

@@ -561,12 +561,23 @@ pub fn update_category(
     Ok(n == 1)
 }
 
+/// Deletes a category; its products lose it (their storefront rows with them).
 pub fn delete_category(
     tx: &Transaction<'_>,
     store: StoreId,
     id: CategoryId,
 ) -> Result<bool, AppError> {
-    crate::db::delete_in_store(tx, "categories", store, &id)
+    let products: Vec<ProductId> = tx
+        .prepare_cached("SELECT product_id FROM product_categories WHERE category_id = ?1")?
+        .query_map([id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if !crate::db::delete_in_store(tx, "categories", store, &id)? {
+        return Ok(false);
+    }
+    for p in products {
+        crate::storefront::store::refresh(tx, store, p)?;
+    }
+    Ok(true)
 }
 
 /// The store's categories by name.

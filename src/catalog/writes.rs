@@ -191,6 +191,7 @@ pub(super) fn set_children(
 }
 
 /// Reads a product just written back as the API shows it, and publishes the change with it.
+/// Every product write ends here, so this is also where its storefront row is rewritten.
 pub(super) fn publish_product(
     tx: &Transaction<'_>,
     actor: &Actor,
@@ -199,6 +200,7 @@ pub(super) fn publish_product(
     action: &str,
     now: DateTime<Utc>,
 ) -> Result<ProductOut, AppError> {
+    crate::storefront::store::refresh(tx, store, id)?;
     let p = store::get_product(tx, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
     let change = webhooks::Change {
         event,

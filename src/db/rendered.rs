@@ -1,5 +1,5 @@
-//! Rows the database keeps already rendered as JSON (orders, reviews), and the keyset
-//! position lists page on. Storage fills these; `http::page` answers them.
+//! Rows the database keeps already rendered as JSON (orders, reviews, storefront products),
+//! and the keyset position lists page on. Storage fills these; `http::page` answers them.
 
 use rusqlite::{Connection, OptionalExtension, ToSql, params};
 

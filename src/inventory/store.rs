@@ -58,7 +58,8 @@ fn is_low(available: i64, threshold: i64) -> bool {
 
 /// Moves one variant's on-hand and reserved units by the given deltas in one conditional
 /// UPDATE, and fires `inventory.low_stock` / `inventory.back_in_stock` when `available`
-/// crosses the threshold.
+/// crosses the threshold. Every stock move goes through here: when `available` crosses zero
+/// the product's storefront row is rewritten, in the same transaction.
 pub fn change(
     tx: &Transaction<'_>,
     store: StoreId,
@@ -87,6 +88,10 @@ pub fn change(
         });
     };
     let before = after.available - (d_on_hand - d_reserved);
+    // Shoppers see only whether a unit is free: their row changes when that does.
+    if (before > 0) != (after.available > 0) {
+        crate::storefront::store::refresh(tx, store, after.product_id)?;
+    }
     let (was, is) = (
         is_low(before, after.low_stock_threshold),
         is_low(after.available, after.low_stock_threshold),

@@ -33,6 +33,10 @@ pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
         r.reply,
         r.replied_at
     ])?;
+    // An approved review moves its product's rating (a trigger), which shoppers see.
+    if r.status == ReviewStatus::Approved {
+        crate::storefront::store::refresh(tx, r.store_id, r.product_id)?;
+    }
     Ok(())
 }
 
@@ -54,6 +58,8 @@ pub fn get(c: &Connection, store: StoreId, id: ReviewId) -> Result<Option<Review
 }
 
 /// Moves a review to `status`; false when the store has no such review in another status.
+/// A move into or out of `approved` changes the product's rating (a trigger), so the
+/// product's storefront row is rewritten with it.
 pub fn set_status(
     tx: &Transaction<'_>,
     store: StoreId,
@@ -61,13 +67,19 @@ pub fn set_status(
     status: ReviewStatus,
     now: &str,
 ) -> Result<bool, AppError> {
-    Ok(crate::db::exec(
-        tx,
-        "UPDATE reviews SET status = ?3, updated_at = ?4,
-                rendered = json_set(rendered, '$.status', ?3, '$.updated_at', ?4)
-         WHERE store_id = ?1 AND id = ?2 AND status <> ?3",
-        params![store, id, status.as_str(), now],
-    )? == 1)
+    let moved: Option<ProductId> = tx
+        .prepare_cached(
+            "UPDATE reviews SET status = ?3, updated_at = ?4,
+                    rendered = json_set(rendered, '$.status', ?3, '$.updated_at', ?4)
+             WHERE store_id = ?1 AND id = ?2 AND status <> ?3
+             RETURNING product_id",
+        )?
+        .query_row(params![store, id, status.as_str(), now], |r| r.get(0))
+        .optional()?;
+    if let Some(product) = moved {
+        crate::storefront::store::refresh(tx, store, product)?;
+    }
+    Ok(moved.is_some())
 }
 
 /// Sets the review's reply (None removes it), stamping `replied_at`; false when the store has

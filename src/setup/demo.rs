@@ -100,7 +100,10 @@ pub fn seed(
     crate::billing::lifecycle::seed_demo(tx, out.tenant_id, now)?;
     seed_workflows(tx, out, now)?;
     crate::brand::writes::seed_demo(tx, store, out.user_id, now)?;
-    seed_assistant(tx, out, &offers, now)
+    seed_assistant(tx, out, &offers, now)?;
+    // The catalog was written row by row above (not through the catalog's writes): its
+    // storefront rows are rendered once, at the end.
+    crate::storefront::store::refresh_store(tx, store)
 }
 
 /// Adds `orders` orders and `reviews` reviews to a store that has products and customers,

@@ -12,9 +12,10 @@ use super::model::{
 use super::store;
 use crate::carts::model::{CartOut, CartWithToken};
 use crate::carts::{recovery, store as carts, writes};
+use crate::db::rendered::RenderedJson;
 use crate::error::AppError;
 use crate::http::extract::{Json, Path, Query, text};
-use crate::http::page::{NoFilter, Page, PageQuery, Paged};
+use crate::http::page::{NoFilter, Page, PageQuery, Paged, RenderedPage};
 use crate::http::trace::ClientAddr;
 use crate::ids::{CartId, ProductId, StoreId, VariantId};
 use crate::inbox::model::ChannelOut;
@@ -50,30 +51,26 @@ pub async fn list_products(
     Path(key): Path<String>,
     headers: HeaderMap,
     Paged(page, f): Paged<StorefrontProductFilter>,
-) -> Result<Json<Page<StorefrontProduct>>, AppError> {
+) -> Result<RenderedPage, AppError> {
     let search = f.search.filter(|s| !s.trim().is_empty());
     let category = f.category_id;
     let origin = origin(&headers);
     // Cursors are bound to the key and the filters (the key names one store).
     let scope = format!("storefront-products:{key}:{category:?}:{search:?}");
     let (k2, o2, s2) = (key.clone(), origin.clone(), search.clone());
-    let page = page
-        .list(
-            &st.db,
-            &scope,
-            move |c, after, limit, offset| {
-                let store = store_of(c, &key, origin.as_deref())?;
-                store::list_products(c, store, category, search, after, limit, offset)
-            },
-            move |c| {
-                let store = store_of(c, &k2, o2.as_deref())?;
-                store::count_products(c, store, category, s2)
-            },
-            |p| (p.created_at.clone(), p.id.to_string()),
-            |p| p,
-        )
-        .await?;
-    Ok(Json(page))
+    page.list_rendered(
+        &st.db,
+        &scope,
+        move |c, after, page, offset| {
+            let store = store_of(c, &key, origin.as_deref())?;
+            store::list_products(c, store, category, search.as_deref(), after, page, offset)
+        },
+        move |c| {
+            let store = store_of(c, &k2, o2.as_deref())?;
+            store::count_products(c, store, category, s2.as_deref())
+        },
+    )
+    .await
 }
 
 /// One product on sale (a draft or archived one is 404).
@@ -84,15 +81,14 @@ pub async fn get_product(
     State(st): State<AppState>,
     Path((key, id)): Path<(String, ProductId)>,
     headers: HeaderMap,
-) -> Result<Json<StorefrontProduct>, AppError> {
+) -> Result<RenderedJson, AppError> {
     let origin = origin(&headers);
     st.db
         .read(move |c| {
             let store = store_of(c, &key, origin.as_deref())?;
-            store::get_product(c, store, id)
+            store::get_rendered(c, store, id)
         })
         .await?
-        .map(Json)
         .ok_or_else(|| AppError::not_found("product"))
 }
 
@@ -113,7 +109,9 @@ pub async fn list_reviews(
         .db
         .read(move |c| {
             let store = store_of(c, &k, o.as_deref())?;
-            store::get_product(c, store, id)?.ok_or_else(|| AppError::not_found("product"))?;
+            if !store::on_sale(c, store, id)? {
+                return Err(AppError::not_found("product"));
+            }
             Ok(store)
         })
         .await?;

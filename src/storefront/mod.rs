@@ -12,6 +12,11 @@
 //!   count, not even in a 409), approved reviews without e-mails, and nothing of another
 //!   store: every query is scoped by the key's store, and another store's product or cart
 //!   is 404.
+//! - Every active product has one stored row, its JSON as shoppers see it
+//!   (`storefront_products`), equal to what `store::build` makes from the catalog now: every
+//!   write that changes it (product writes, category deletes, stock moves that cross zero,
+//!   review moderation) rewrites it in its own transaction (`store::refresh`). Product reads
+//!   and lists copy those rows; nothing is built per request.
 //! - Carts answer only to their token (`X-Cart-Token`); their rules and the checkout are the
 //!   carts area's (`carts::writes`), which these handlers call in one transaction each.
 

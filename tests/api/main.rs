@@ -37,6 +37,7 @@ mod reviews;
 mod sockets;
 mod storage;
 mod storefront;
+mod storefront_rows;
 mod support;
 mod tenants;
 mod two_factor;
