@@ -42,6 +42,15 @@ fn audited(
     audit::record(tx, actor, action, "workflow", &id.to_string(), now)
 }
 
+/// 404 unless the store has the workflow (before listing what belongs to it).
+async fn exists(st: &AppState, store: StoreId, id: WorkflowId) -> Result<(), AppError> {
+    st.db
+        .read(move |c| store::get(c, store, id))
+        .await?
+        .map(|_| ())
+        .ok_or_else(not_found)
+}
+
 /// The store's workflows, newest first.
 #[utoipa::path(get, path = "/stores/{store_id}/workflows", tag = "workflows", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), PageQuery),
@@ -303,14 +312,7 @@ pub async fn list_versions(
 ) -> Result<Json<Page<VersionSummary>>, AppError> {
     scope.require(Permission::WorkflowsRead)?;
     let (store, id) = (scope.store_id, ids.1);
-    if st
-        .db
-        .read(move |c| store::get(c, store, id))
-        .await?
-        .is_none()
-    {
-        return Err(not_found());
-    }
+    exists(&st, store, id).await?;
     let page = page
         .list(
             &st.db,
@@ -391,14 +393,7 @@ pub async fn list_runs(
 ) -> Result<Json<Page<RunOut>>, AppError> {
     scope.require(Permission::WorkflowsRead)?;
     let (store, id) = (scope.store_id, ids.1);
-    if st
-        .db
-        .read(move |c| store::get(c, store, id))
-        .await?
-        .is_none()
-    {
-        return Err(not_found());
-    }
+    exists(&st, store, id).await?;
     let page = page
         .list(
             &st.db,
