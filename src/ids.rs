@@ -109,3 +109,5 @@ id_type!(InvoiceId);
 id_type!(WorkflowId);
 id_type!(WorkflowRunId);
 id_type!(CartId);
+id_type!(SupplierId);
+id_type!(PurchaseOrderId);

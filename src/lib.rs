@@ -29,6 +29,7 @@ pub mod jobs;
 pub mod mail;
 pub mod msgapp;
 pub mod orders;
+pub mod purchasing;
 pub mod reviews;
 pub mod secrets;
 pub mod setup;
@@ -84,6 +85,7 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(orders::routes())
         .merge(carts::routes())
         .merge(inventory::routes())
+        .merge(purchasing::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
         .merge(brand::routes())
