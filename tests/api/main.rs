@@ -32,6 +32,7 @@ mod openapi;
 mod orders;
 mod paging;
 mod process;
+mod purchasing;
 mod rate_limit;
 mod reviews;
 mod sockets;

@@ -375,6 +375,25 @@ async fn the_authorization_table_for_store_routes() {
     let assisted = format!("{one}/cart");
     let assisted_items = json!({"items": [{"variant_id": variant, "quantity": 1}]});
     let brand = app.get_as(&format!("{p}/brand-system"), &owner).await.body["system"].clone();
+    // Purchasing (issue 20): a supplier, a draft to edit and an ordered purchase order with
+    // room to receive one unit per call.
+    let supplier_path = made("suppliers", json!({"name": "Supplier"})).await;
+    let supplier_id = supplier_path.rsplit('/').next().unwrap().to_owned();
+    let po_lines = json!([{"variant_id": variant, "quantity": 1_000_000, "unit_cost_cents": 1}]);
+    let draft_po = made(
+        "purchase-orders",
+        json!({"supplier_id": supplier_id, "items": po_lines}),
+    )
+    .await;
+    let ordered_po = made(
+        "purchase-orders",
+        json!({"supplier_id": supplier_id, "items": po_lines}),
+    )
+    .await;
+    app.call(post(), &format!("{ordered_po}/order"), &owner, None)
+        .await
+        .expect(200);
+    let inventory_writers: &'static [&'static str] = &["owner", "admin", "staff"];
     let table: Vec<Case> = vec![
         (get(), p.clone(), None, None, all_roles),
         (
@@ -836,6 +855,69 @@ async fn the_authorization_table_for_store_routes() {
             Some(json!({"delta": 1, "reason": "recount"})),
             Some("inventory.write"),
             &["owner", "admin", "staff"],
+        ),
+        (
+            get(),
+            format!("{p}/suppliers"),
+            None,
+            Some("inventory.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/suppliers"),
+            Some(json!({"name": "Supplier {n}"})),
+            Some("inventory.write"),
+            inventory_writers,
+        ),
+        (
+            get(),
+            supplier_path.clone(),
+            None,
+            Some("inventory.read"),
+            all_roles,
+        ),
+        (
+            patch(),
+            supplier_path.clone(),
+            Some(json!({"notes": "Note {n}"})),
+            Some("inventory.write"),
+            inventory_writers,
+        ),
+        (
+            get(),
+            format!("{p}/purchase-orders?status=ordered"),
+            None,
+            Some("inventory.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/purchase-orders"),
+            Some(json!({"supplier_id": supplier_id, "items": po_lines})),
+            Some("inventory.write"),
+            inventory_writers,
+        ),
+        (
+            get(),
+            draft_po.clone(),
+            None,
+            Some("inventory.read"),
+            all_roles,
+        ),
+        (
+            patch(),
+            draft_po.clone(),
+            Some(json!({"note": "Note {n}"})),
+            Some("inventory.write"),
+            inventory_writers,
+        ),
+        (
+            post(),
+            format!("{ordered_po}/receive"),
+            Some(json!({"items": [{"variant_id": variant, "quantity": 1}]})),
+            Some("inventory.write"),
+            inventory_writers,
         ),
         (
             get(),
