@@ -9,6 +9,8 @@
 //! threshold events as any reservation does (a new store has no webhooks to deliver them).
 //! Two workflows with two published versions each: a review request over the messaging app
 //! 7 days after delivery, and a weekly low-stock summary sent to the store's webhooks.
+//! Purchasing has 3 suppliers and 6 purchase orders, one or more in every status; the
+//! received ones brought their stock in as any receipt does.
 //! The brand system has three versions: the default and two saves.
 //! Its onboarding checklist is half done (products, messaging app, team, first order),
 //! leaving the settings (payments, freight, custom domain) and saving a brand system for the
@@ -99,6 +101,7 @@ pub fn seed(
     seed_inbox(tx, &mut rng, out, now)?;
     crate::billing::lifecycle::seed_demo(tx, out.tenant_id, now)?;
     seed_workflows(tx, out, now)?;
+    seed_purchasing(tx, store, &offers, now)?;
     crate::brand::writes::seed_demo(tx, store, out.user_id, now)?;
     seed_assistant(tx, out, &offers, now)?;
     // The catalog was written row by row above (not through the catalog's writes): its
@@ -906,6 +909,92 @@ fn seed_workflows(
         let later = now;
         workflows::save_draft(tx, out.store_id, id, &edit, later)?;
         wf::publish(tx, out.store_id, id, out.user_id, false, later)?;
+    }
+    Ok(())
+}
+
+/// 3 suppliers and purchase orders in every status, through purchasing's writes (receipts
+/// add stock through the inventory's one change, as the API's do).
+fn seed_purchasing(
+    tx: &Transaction<'_>,
+    store: StoreId,
+    offers: &[Offer],
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    use crate::purchasing::model::{PurchaseOrderItemIn, PurchaseOrderStatus as S, ReceiveItemIn};
+    use crate::purchasing::store::{self as purchasing, SupplierFields};
+    use crate::purchasing::writes;
+
+    let suppliers = [
+        ("Malharia Sul", "vendas@malharia-sul.example", "Rita Moraes"),
+        (
+            "Cerâmica Serra",
+            "pedidos@ceramica-serra.example",
+            "Otávio Reis",
+        ),
+        (
+            "Papelaria Atlântico",
+            "comercial@atlantico.example",
+            "Lúcia Prado",
+        ),
+    ];
+    let mut ids = Vec::new();
+    for (n, (name, email, contact)) in (0_i64..).zip(suppliers) {
+        let id = crate::ids::SupplierId::new();
+        let f = SupplierFields {
+            name: Some(name.to_owned()),
+            email: Some(Some(email.to_owned())),
+            phone: Some(Some(format!("+55 11 4000-10{n:02}"))),
+            contact_name: Some(Some(contact.to_owned())),
+            notes: Some(Some("Pagamento em 30 dias".to_owned())),
+        };
+        purchasing::insert_supplier(tx, store, id, &f, now - Duration::days(60 - n))?;
+        ids.push(id);
+    }
+    // (supplier, status reached, days ago); two lines of 20 units each.
+    let plan = [
+        (0, S::Received, 40),
+        (1, S::PartiallyReceived, 20),
+        (2, S::Ordered, 10),
+        (0, S::Cancelled, 8),
+        (1, S::Draft, 2),
+        (2, S::Draft, 1),
+    ];
+    for (n, (supplier, status, days)) in plan.into_iter().enumerate() {
+        let at = now - Duration::days(days);
+        let items: Vec<PurchaseOrderItemIn> = offers
+            .iter()
+            .skip(n * 2)
+            .take(2)
+            .map(|o| PurchaseOrderItemIn {
+                variant_id: o.variant,
+                quantity: 20,
+                unit_cost_cents: 1500,
+            })
+            .collect();
+        let expected = Some(time::format(at + Duration::days(14)));
+        let po = writes::create(tx, store, ids[supplier], &items, expected, None, at)?;
+        if status == S::Draft {
+            continue;
+        }
+        if status == S::Cancelled {
+            writes::transition(tx, store, po.id, &[S::Draft], S::Cancelled, at)?;
+            continue;
+        }
+        writes::transition(tx, store, po.id, &[S::Draft], S::Ordered, at)?;
+        let take = match status {
+            S::Received => 20,
+            S::PartiallyReceived => 8,
+            _ => continue,
+        };
+        let receipt: Vec<ReceiveItemIn> = items
+            .iter()
+            .map(|i| ReceiveItemIn {
+                variant_id: i.variant_id,
+                quantity: take,
+            })
+            .collect();
+        writes::receive(tx, store, po.id, &receipt, at + Duration::days(7))?;
     }
     Ok(())
 }

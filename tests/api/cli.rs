@@ -171,6 +171,17 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
     let distinct = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
     assert_eq!(distinct("SELECT COUNT(DISTINCT status) FROM orders"), 8);
     assert_eq!(distinct("SELECT COUNT(DISTINCT status) FROM reviews"), 3);
+    // Purchasing: 3 suppliers, purchase orders in all five statuses; the received units came
+    // in as purchase_order stock adjustments (2 lines x 20 received, 2 x 8 partly).
+    assert_eq!(count(&db, "suppliers"), 3);
+    assert_eq!(
+        distinct("SELECT COUNT(DISTINCT status) FROM purchase_orders"),
+        5
+    );
+    assert_eq!(
+        distinct("SELECT SUM(delta) FROM stock_adjustments WHERE reason = 'purchase_order'"),
+        56
+    );
     // An inbox: one channel of each kind, 40 conversations in every status and priority, on
     // every channel, with messages, notes and a few files; snoozed ones wake on their own.
     assert_eq!(distinct("SELECT COUNT(DISTINCT kind) FROM channels"), 3);
