@@ -30,6 +30,7 @@ pub mod mail;
 pub mod msgapp;
 pub mod orders;
 pub mod purchasing;
+pub mod reference;
 pub mod reviews;
 pub mod secrets;
 pub mod setup;
@@ -98,7 +99,9 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(system::root_routes())
         .split_for_parts();
     http::openapi::merge_root_paths(&mut doc, root_doc);
-    let (storefront, storefront_doc) = storefront::routes().split_for_parts();
+    let (storefront, mut storefront_doc) = storefront::routes().split_for_parts();
+    http::openapi::tidy_summaries(&mut doc);
+    http::openapi::tidy_summaries(&mut storefront_doc);
     let docs = ApiDocs {
         admin: doc,
         storefront: storefront_doc,
@@ -120,7 +123,7 @@ pub fn routes(st: &AppState) -> Router<AppState> {
         let _ = slot.set(Bytes::from(json));
     }
     // Static files, not API: they stay out of `api()` and so out of the document.
-    router.merge(widget::router())
+    router.merge(widget::router()).merge(reference::router())
 }
 
 /// `routes` with every shared layer and the fallbacks, before path versioning.

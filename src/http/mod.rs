@@ -8,6 +8,7 @@
 //! → `idempotency` → catch-panic → handler. `versioning` wraps the whole router, because it
 //! rewrites paths before routing.
 
+pub mod assets;
 pub mod auth;
 pub mod cors;
 pub mod error;

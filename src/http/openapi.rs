@@ -64,3 +64,83 @@ pub fn merge_root_paths(doc: &mut utoipa::openapi::OpenApi, root: utoipa::openap
         doc.paths.paths.insert(path, item);
     }
 }
+
+/// utoipa makes a handler's first doc paragraph its `summary`; viewers list summaries in
+/// their navigation, so a paragraph there is unreadable. Keeps the first sentence as the
+/// summary and moves the whole paragraph, on one line, ahead of any description.
+pub fn tidy_summaries(doc: &mut utoipa::openapi::OpenApi) {
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ];
+        for op in ops.into_iter().flatten() {
+            let Some(summary) = op.summary.take() else {
+                continue;
+            };
+            let paragraph = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+            let first = first_sentence(&paragraph);
+            if first.len() < paragraph.len() {
+                op.description = Some(match op.description.take() {
+                    Some(rest) => format!("{paragraph}\n\n{rest}"),
+                    None => paragraph.clone(),
+                });
+            }
+            op.summary = Some(first.to_owned());
+        }
+    }
+}
+
+/// Up to the first `. ` (or `; `) that ends a sentence, outside code and parentheses,
+/// without the stop; all of `s` if none.
+fn first_sentence(s: &str) -> &str {
+    let (mut in_code, mut depth) = (false, 0usize);
+    for (i, c) in s.char_indices() {
+        match c {
+            '`' => in_code = !in_code,
+            '(' if !in_code => depth += 1,
+            ')' if !in_code => depth = depth.saturating_sub(1),
+            '.' | ';' if !in_code && depth == 0 && s[i + 1..].starts_with(' ') => {
+                // "e.g. " and "i.e. " do not end a sentence.
+                let before = &s[..i];
+                if !(before.ends_with("e.g") || before.ends_with("i.e")) {
+                    return before;
+                }
+            }
+            _ => {}
+        }
+    }
+    s.strip_suffix('.').unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_sentence;
+
+    #[test]
+    fn a_summary_is_the_first_sentence() {
+        assert_eq!(
+            first_sentence("Refunds the order. The refund is held."),
+            "Refunds the order"
+        );
+        assert_eq!(first_sentence("One purchase order."), "One purchase order");
+        assert_eq!(
+            first_sentence("Lists `a. b` items; newest first."),
+            "Lists `a. b` items"
+        );
+        assert_eq!(
+            first_sentence("The cart (`X`; a wrong token is 404). More."),
+            "The cart (`X`; a wrong token is 404)"
+        );
+        assert_eq!(
+            first_sentence("Sets a field, e.g. the name. Then more."),
+            "Sets a field, e.g. the name"
+        );
+    }
+}

@@ -13,7 +13,16 @@ use crate::state::AppState;
 pub const PREFIX: &str = "/v1";
 /// Paths that live at the root only and are never deprecated: operational ones, and the chat
 /// widget's static files (its pages embed `/widget.js`).
-pub const ROOT_PATHS: [&str; 4] = ["/healthz", "/readyz", "/widget.js", "/widget/demo"];
+pub const ROOT_PATHS: [&str; 6] = [
+    "/healthz",
+    "/readyz",
+    "/widget.js",
+    "/widget/demo",
+    "/docs/api",
+    "/docs/api/storefront",
+];
+/// Folders of root-only static files (the API reference's viewer).
+pub const ROOT_FOLDERS: [&str; 1] = ["/docs/api/"];
 
 /// Marks a response from the fallback, so an unknown unversioned path gets no successor link.
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +38,10 @@ fn is_versioned(path: &str) -> bool {
 /// Runs before routing (it wraps the whole router, not each route).
 pub async fn versioning(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
-    if is_versioned(&path) || ROOT_PATHS.contains(&path.as_str()) {
+    if is_versioned(&path)
+        || ROOT_PATHS.contains(&path.as_str())
+        || ROOT_FOLDERS.iter().any(|f| path.starts_with(f))
+    {
         return next.run(req).await;
     }
     let successor = format!("{PREFIX}{path}");

@@ -13,7 +13,7 @@
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use base64::Engine;
@@ -22,6 +22,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::AppError;
+use crate::http::assets;
 use crate::http::extract::Query;
 use crate::state::AppState;
 
@@ -47,44 +48,18 @@ fn asset(name: &str) -> EmbeddedFile {
 
 /// The widget script, revalidated by ETag.
 async fn widget_js(req: Request) -> Response {
-    let file = asset("widget.js");
-    let etag = etag(&file);
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/javascript; charset=utf-8"),
-    );
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(SCRIPT_CACHE),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
+    let mut res = assets::serve(
+        asset("widget.js"),
+        "application/javascript; charset=utf-8",
+        SCRIPT_CACHE,
+        req.headers(),
     );
     // Shops whose pages set COEP can still load it.
-    headers.insert(
+    res.headers_mut().insert(
         "cross-origin-resource-policy",
         HeaderValue::from_static("cross-origin"),
     );
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        headers.insert(header::ETAG, v);
-    }
-    let fresh = req
-        .headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
-    if fresh {
-        return (StatusCode::NOT_MODIFIED, headers).into_response();
-    }
-    (headers, file.data.into_owned()).into_response()
-}
-
-fn etag(file: &EmbeddedFile) -> String {
-    let hash = file.metadata.sha256_hash();
-    let hex: String = hash[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("\"{hex}\"")
+    res
 }
 
 #[derive(Debug, Deserialize)]

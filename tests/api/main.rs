@@ -34,6 +34,7 @@ mod paging;
 mod process;
 mod purchasing;
 mod rate_limit;
+mod reference;
 mod reviews;
 mod sockets;
 mod storage;

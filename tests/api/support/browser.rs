@@ -24,16 +24,17 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The flags every session gets, besides its own `--user-data-dir`.
-const FLAGS: [&str; 8] = [
+const FLAGS: [&str; 7] = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
     "--disable-component-update",
     "--no-first-run",
-    "--proxy-server=127.0.0.1:9",
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
 ];
+/// The proxy every request but localhost's goes to: a closed port, so nothing leaves.
+const NO_PROXY: &str = "127.0.0.1:9";
 /// The address of `path` on the test server as the browser must spell it: the resolver rules
 /// map every name, IP literals included, to nothing except `localhost`.
 pub fn url(addr: SocketAddr, path: &str) -> String {
@@ -67,6 +68,18 @@ fn require(path: &str, package: &str) {
 impl Browser {
     /// Starts chromedriver and opens a session; panics with what is missing.
     pub async fn start() -> Browser {
+        Self::start_behind(NO_PROXY).await
+    }
+
+    /// A browser whose every request that is not to localhost goes to a local listener that
+    /// records it and answers nothing: the test asserts the page asked for nothing outside.
+    pub async fn start_watching_egress() -> (Browser, Egress) {
+        let egress = Egress::start().await;
+        let browser = Self::start_behind(&egress.addr.to_string()).await;
+        (browser, egress)
+    }
+
+    async fn start_behind(proxy: &str) -> Browser {
         require(CHROMIUM, "chromium");
         require(CHROMEDRIVER, "chromium-driver");
         let slot = SLOT
@@ -98,7 +111,9 @@ impl Browser {
             "--user-data-dir={}",
             profile.path().join("chrome").display()
         );
+        let proxy = format!("--proxy-server={proxy}");
         let mut args: Vec<&str> = FLAGS.to_vec();
+        args.push(&proxy);
         args.push(&user_data);
         let caps = json!({
             "browserName": "chrome",
@@ -339,4 +354,52 @@ fn slug(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
+}
+
+/// A stand-in proxy that records the first line of each request sent to it (for HTTPS, the
+/// `CONNECT host:443` line) and closes the connection.
+pub struct Egress {
+    pub addr: SocketAddr,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Egress {
+    async fn start() -> Egress {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the egress watcher");
+        let addr = listener.local_addr().expect("its address");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    use tokio::io::AsyncReadExt;
+                    let mut buf = vec![0u8; 1024];
+                    let n = tokio::time::timeout(Duration::from_secs(2), conn.read(&mut buf))
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .unwrap_or(0);
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    let line = text.lines().next().unwrap_or("(nothing sent)").to_owned();
+                    log.lock().unwrap().push(line);
+                });
+            }
+        });
+        Egress { addr, seen, task }
+    }
+
+    /// Every request line that reached the watcher so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Egress {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
