@@ -56,6 +56,8 @@ pub enum ErrorCode {
     NoRefundablePayment,
     AssistantBusy,
     ActionAlreadyUndone,
+    /// The store has no enabled e-mail channel to send a campaign from.
+    NoEmailChannel,
     RequestTimeout,
     PayloadTooLarge,
     ValidationFailed,
@@ -75,6 +77,8 @@ pub enum ErrorCode {
     OtpDeliveryFailed,
     PaymentProviderFailed,
     MsgappSendFailed,
+    /// The mail server did not take an e-mail (a marketing recipient's record, a test send).
+    EmailSendFailed,
     /// The assistant's model answered something the request cannot use (a brand system
     /// that is not valid).
     ModelAnswerInvalid,
@@ -121,7 +125,8 @@ impl ErrorCode {
             | Self::InsufficientStock
             | Self::NoRefundablePayment
             | Self::AssistantBusy
-            | Self::ActionAlreadyUndone => StatusCode::CONFLICT,
+            | Self::ActionAlreadyUndone
+            | Self::NoEmailChannel => StatusCode::CONFLICT,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::ValidationFailed
@@ -142,6 +147,7 @@ impl ErrorCode {
             Self::OtpDeliveryFailed
             | Self::PaymentProviderFailed
             | Self::MsgappSendFailed
+            | Self::EmailSendFailed
             | Self::ModelAnswerInvalid => StatusCode::BAD_GATEWAY,
             Self::ServiceUnavailable | Self::AssistantUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE

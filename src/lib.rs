@@ -27,6 +27,7 @@ pub mod inbox;
 pub mod inventory;
 pub mod jobs;
 pub mod mail;
+pub mod marketing;
 pub mod msgapp;
 pub mod orders;
 pub mod purchasing;
@@ -87,6 +88,7 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(carts::routes())
         .merge(inventory::routes())
         .merge(purchasing::routes())
+        .merge(marketing::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
         .merge(brand::routes())

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use lettre::message::{Mailbox, header::ContentType};
+use lettre::message::header::{ContentType, HeaderName, HeaderValue};
+use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::transport::smtp::extension::ClientId;
@@ -146,9 +147,24 @@ impl SendError {
     }
 }
 
+/// What a bulk message carries beyond [`Outgoing`]: an HTML alternative to the text, and
+/// extra headers (a marketing mail's `List-Unsubscribe`).
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// Sent as `multipart/alternative` beside the text; the caller sanitised it.
+    pub html: Option<String>,
+    /// (name, value); names are ASCII header names, values one line.
+    pub headers: Vec<(&'static str, String)>,
+}
+
 /// Builds `mail` and hands it to the relay. Blocking (network): run it off the runtime.
 pub fn send(cfg: &SmtpConfig, mail: &Outgoing) -> Result<(), SendError> {
-    let message = build(mail)?;
+    send_with(cfg, mail, &Extras::default())
+}
+
+/// [`send`] with an HTML part and extra headers. Blocking (network).
+pub fn send_with(cfg: &SmtpConfig, mail: &Outgoing, extras: &Extras) -> Result<(), SendError> {
+    let message = build_with(mail, extras)?;
     let tls = |host: &str| {
         TlsParameters::new(host.to_owned()).map_err(|e| SendError::Build(e.to_string()))
     };
@@ -176,6 +192,11 @@ pub fn send(cfg: &SmtpConfig, mail: &Outgoing) -> Result<(), SendError> {
 
 /// The message as it goes on the wire (tests and logs may look at it).
 pub fn build(mail: &Outgoing) -> Result<Message, SendError> {
+    build_with(mail, &Extras::default())
+}
+
+/// [`build`] with an HTML alternative and extra headers.
+pub fn build_with(mail: &Outgoing, extras: &Extras) -> Result<Message, SendError> {
     let mut b = Message::builder()
         .from(mail.from.clone())
         .to(mail.to.clone())
@@ -188,9 +209,23 @@ pub fn build(mail: &Outgoing) -> Result<Message, SendError> {
     if !mail.references.is_empty() {
         b = b.references(mail.references.join(" "));
     }
-    b.header(ContentType::TEXT_PLAIN)
-        .body(mail.text.clone())
-        .map_err(|e| SendError::Build(e.to_string()))
+    for (name, value) in &extras.headers {
+        if value.contains(['\r', '\n']) {
+            return Err(SendError::Build(format!("header {name} spans lines")));
+        }
+        b = b.raw_header(HeaderValue::new(
+            HeaderName::new_from_ascii_str(name),
+            value.clone(),
+        ));
+    }
+    match &extras.html {
+        None => b.header(ContentType::TEXT_PLAIN).body(mail.text.clone()),
+        Some(html) => b.multipart(MultiPart::alternative_plain_html(
+            mail.text.clone(),
+            html.clone(),
+        )),
+    }
+    .map_err(|e| SendError::Build(e.to_string()))
 }
 
 #[cfg(test)]

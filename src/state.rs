@@ -173,6 +173,16 @@ fn job_registry() -> crate::jobs::Registry {
             crate::inbox::email_channel::reply::deliver(&st, job.message_id).await
         },
     );
+    r.handle(
+        |st, job: crate::marketing::sending::CampaignBatch| async move {
+            crate::marketing::sending::send_batch(&st, job).await
+        },
+    );
+    r.handle(
+        |st, job: crate::marketing::sending::CampaignFire| async move {
+            crate::marketing::sending::fire(&st, job).await
+        },
+    );
     r.purge("idempotency keys", |tx, now, _| {
         crate::db::idempotency::purge_expired(tx, now)
     });

@@ -11,6 +11,8 @@
 //! 7 days after delivery, and a weekly low-stock summary sent to the store's webhooks.
 //! Purchasing has 3 suppliers and 6 purchase orders, one or more in every status; the
 //! received ones brought their stock in as any receipt does.
+//! Marketing has 2 segments and 3 campaigns: a draft, one scheduled a week out and one sent
+//! (recipients and stats written as the batch jobs write them, no mail sent).
 //! The brand system has three versions: the default and two saves.
 //! Its onboarding checklist is half done (products, messaging app, team, first order),
 //! leaving the settings (payments, freight, custom domain) and saving a brand system for the
@@ -102,6 +104,7 @@ pub fn seed(
     crate::billing::lifecycle::seed_demo(tx, out.tenant_id, now)?;
     seed_workflows(tx, out, now)?;
     seed_purchasing(tx, store, &offers, now)?;
+    crate::marketing::writes::seed_demo(tx, store, now)?;
     crate::brand::writes::seed_demo(tx, store, out.user_id, now)?;
     seed_assistant(tx, out, &offers, now)?;
     // The catalog was written row by row above (not through the catalog's writes): its

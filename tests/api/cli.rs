@@ -182,6 +182,28 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
         distinct("SELECT SUM(delta) FROM stock_adjustments WHERE reason = 'purchase_order'"),
         56
     );
+    // Marketing: 2 segments; a draft, a scheduled and a sent campaign, whose recipients
+    // (customers who accept marketing, have an e-mail and carry "vip") are all sent.
+    assert_eq!(count(&db, "segments"), 2);
+    let statuses: String = c
+        .query_row(
+            "SELECT group_concat(status, ',') FROM (SELECT status FROM campaigns ORDER BY status)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(statuses, "draft,scheduled,sent");
+    assert_eq!(
+        distinct(
+            "SELECT COUNT(*) FROM campaigns WHERE status = 'sent' AND recipients > 0
+               AND sent = recipients AND failed = 0"
+        ),
+        1
+    );
+    assert_eq!(
+        distinct("SELECT COUNT(*) FROM campaign_recipients WHERE status <> 'sent'"),
+        0
+    );
     // An inbox: one channel of each kind, 40 conversations in every status and priority, on
     // every channel, with messages, notes and a few files; snoozed ones wake on their own.
     assert_eq!(distinct("SELECT COUNT(DISTINCT kind) FROM channels"), 3);

@@ -24,6 +24,7 @@ mod jobs;
 mod layers;
 mod limits;
 mod logging;
+mod marketing;
 mod members;
 mod msgapp;
 mod msgapp_channel;

@@ -130,6 +130,9 @@ async fn public_operations_need_no_token_in_the_document() {
         ("/auth/logout", "post"),
         ("/docs/ask", "post"),
         ("/docs/{slug}", "get"),
+        // The one-click unsubscribe link of marketing mail (RFC 8058).
+        ("/unsubscribe/{token}", "get"),
+        ("/unsubscribe/{token}", "post"),
     ] {
         let op = &doc["paths"][path][method];
         assert!(op.is_object(), "{method} {path} is documented");

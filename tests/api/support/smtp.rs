@@ -54,6 +54,8 @@ pub struct SmtpReceiver {
     refuse: Arc<Mutex<Option<String>>>,
     /// `MAIL FROM` commands seen: one per delivery attempt.
     attempts: Arc<Mutex<usize>>,
+    /// The answer to `RCPT TO` of these addresses (lowercase), instead of 250.
+    refuse_rcpt: Arc<Mutex<std::collections::HashMap<String, String>>>,
 }
 
 impl SmtpReceiver {
@@ -64,6 +66,7 @@ impl SmtpReceiver {
             mails: Arc::default(),
             refuse: Arc::default(),
             attempts: Arc::default(),
+            refuse_rcpt: Arc::default(),
         };
         let server = rx.clone();
         tokio::spawn(async move {
@@ -85,6 +88,16 @@ impl SmtpReceiver {
     /// Answer `MAIL FROM` with `answer` (e.g. `451 4.3.0 try later`); None accepts again.
     pub fn refuse_with(&self, answer: Option<&str>) {
         *self.refuse.lock().unwrap() = answer.map(str::to_owned);
+    }
+
+    /// Answer `RCPT TO:<address>` with `answer` (e.g. `451 4.2.1 mailbox busy`), so one
+    /// recipient's delivery fails while others go through; None accepts it again.
+    pub fn refuse_rcpt(&self, address: &str, answer: Option<&str>) {
+        let mut m = self.refuse_rcpt.lock().unwrap();
+        match answer {
+            Some(a) => m.insert(address.to_ascii_lowercase(), a.to_owned()),
+            None => m.remove(&address.to_ascii_lowercase()),
+        };
     }
 
     pub fn mails(&self) -> Vec<Mail> {
@@ -134,8 +147,19 @@ impl SmtpReceiver {
                 }
                 "RCPT" => match mail.as_mut() {
                     Some(m) => {
-                        m.rcpt_to.push(address(&cmd));
-                        "250 OK".to_owned()
+                        let to = address(&cmd);
+                        let refused = self
+                            .refuse_rcpt
+                            .lock()
+                            .unwrap()
+                            .get(&to.to_ascii_lowercase())
+                            .cloned();
+                        if let Some(no) = refused {
+                            no
+                        } else {
+                            m.rcpt_to.push(to);
+                            "250 OK".to_owned()
+                        }
                     }
                     None => "503 MAIL first".to_owned(),
                 },
