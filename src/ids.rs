@@ -111,3 +111,4 @@ id_type!(WorkflowRunId);
 id_type!(CartId);
 id_type!(SupplierId);
 id_type!(PurchaseOrderId);
+id_type!(PageId);

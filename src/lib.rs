@@ -2,6 +2,7 @@
 //! [`serve`] runs it with the job workers and the scheduler until shutdown, so tests start
 //! exactly what production runs.
 
+pub mod ads;
 pub mod api_tokens;
 pub mod assistant;
 pub mod audit;
@@ -29,6 +30,7 @@ pub mod jobs;
 pub mod mail;
 pub mod msgapp;
 pub mod orders;
+pub mod pages;
 pub mod purchasing;
 pub mod reviews;
 pub mod secrets;
@@ -86,6 +88,8 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(carts::routes())
         .merge(inventory::routes())
         .merge(purchasing::routes())
+        .merge(pages::routes())
+        .merge(ads::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
         .merge(brand::routes())
