@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 
 use super::model::{PageFilter, PageIn, PageOut, PagePatch, PageStatus, PageVersionOut};
 use super::store;
-use super::writes::{self, NewPage, PageChange};
+use super::writes::{self, Body, NewPage, PageChange};
 use crate::audit::Actor;
 use crate::error::AppError;
 use crate::events::Event;
@@ -15,6 +15,7 @@ use crate::http::page::{Page, PageQuery, Paged};
 use crate::http::permissions::Permission;
 use crate::ids::{PageId, StoreId};
 use crate::state::AppState;
+use crate::threads::run_blocking;
 use crate::webhooks::{self, Change};
 
 type ErrorBody = crate::error::ErrorBody;
@@ -81,12 +82,16 @@ pub async fn create_page(
     Json(input): Json<PageIn>,
 ) -> Result<(StatusCode, Json<PageOut>), AppError> {
     scope.require(Permission::CmsWrite)?;
+    let title = writes::check_title(&input.title)?;
+    let slug = input.slug.as_deref().map(writes::check_slug).transpose()?;
+    let seo = writes::check_seo(input.seo)?;
+    let markdown = writes::check_body(&input.body_markdown)?;
     let new = NewPage {
-        title: writes::check_title(&input.title)?,
-        slug: input.slug.as_deref().map(writes::check_slug).transpose()?,
-        body_markdown: writes::check_body(&input.body_markdown)?,
+        title,
+        slug,
+        body: run_blocking(move || Body::new(markdown)).await,
         status: input.status.unwrap_or(PageStatus::Draft),
-        seo: writes::check_seo(input.seo)?,
+        seo,
     };
     let (store, actor, now) = (scope.store_id, Actor::of(&scope), st.clock.now());
     let out = st
@@ -133,20 +138,26 @@ pub async fn update_page(
     Json(input): Json<PagePatch>,
 ) -> Result<Json<PageOut>, AppError> {
     scope.require(Permission::CmsWrite)?;
+    let title = input
+        .title
+        .as_deref()
+        .map(writes::check_title)
+        .transpose()?;
+    let slug = input.slug.as_deref().map(writes::check_slug).transpose()?;
+    let seo = input.seo.map(writes::check_seo).transpose()?;
+    let body = match input.body_markdown.as_deref().map(writes::check_body) {
+        Some(markdown) => {
+            let markdown = markdown?;
+            Some(run_blocking(move || Body::new(markdown)).await)
+        }
+        None => None,
+    };
     let change = PageChange {
-        title: input
-            .title
-            .as_deref()
-            .map(writes::check_title)
-            .transpose()?,
-        slug: input.slug.as_deref().map(writes::check_slug).transpose()?,
-        body_markdown: input
-            .body_markdown
-            .as_deref()
-            .map(writes::check_body)
-            .transpose()?,
+        title,
+        slug,
+        body,
         status: input.status,
-        seo: input.seo.map(|s| writes::check_seo(s)).transpose()?,
+        seo,
     };
     let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
     let out = st

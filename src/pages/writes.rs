@@ -40,6 +40,22 @@ pub fn render(markdown: &str) -> String {
         .to_string()
 }
 
+/// A page's body: the markdown and the sanitised HTML it renders to. Handlers render it
+/// before their transaction (off the async threads), so a 256 KiB body never holds the
+/// database writer while it renders.
+#[derive(Debug, Clone)]
+pub struct Body {
+    pub markdown: String,
+    pub html: String,
+}
+
+impl Body {
+    pub fn new(markdown: String) -> Self {
+        let html = render(&markdown);
+        Self { markdown, html }
+    }
+}
+
 /// A slug as given: 1 to 100 of `[a-z0-9-]`, else 422.
 pub fn check_slug(v: &str) -> Result<String, AppError> {
     let ok = !v.is_empty()
@@ -104,7 +120,7 @@ pub struct NewPage {
     pub title: String,
     /// None: derived from the title.
     pub slug: Option<String>,
-    pub body_markdown: String,
+    pub body: Body,
     pub status: PageStatus,
     pub seo: Seo,
 }
@@ -124,8 +140,8 @@ pub fn create(
     let row = PageRow {
         slug,
         title: p.title,
-        body_html: render(&p.body_markdown),
-        body_markdown: p.body_markdown,
+        body_markdown: p.body.markdown,
+        body_html: p.body.html,
         status: p.status,
         published_at: published.then(|| time::format(now)),
         seo: p.seo,
@@ -141,7 +157,7 @@ pub fn create(
 pub struct PageChange {
     pub title: Option<String>,
     pub slug: Option<String>,
-    pub body_markdown: Option<String>,
+    pub body: Option<Body>,
     pub status: Option<PageStatus>,
     pub seo: Option<Seo>,
 }
@@ -161,11 +177,8 @@ pub fn update(
     let slug = change.slug.unwrap_or_else(|| old.slug.clone());
     let seo = change.seo.unwrap_or_else(|| old.seo.clone());
     let status = change.status.unwrap_or(old.status);
-    let (body_markdown, body_html) = match change.body_markdown {
-        Some(b) if b != old.body_markdown => {
-            let html = render(&b);
-            (b, html)
-        }
+    let (body_markdown, body_html) = match change.body {
+        Some(b) if b.markdown != old.body_markdown => (b.markdown, b.html),
         _ => (old.body_markdown.clone(), old.body_html.clone()),
     };
     let content_changed = title != old.title
@@ -212,7 +225,7 @@ pub fn restore(
     let change = PageChange {
         title: Some(v.title),
         slug: Some(v.slug),
-        body_markdown: Some(v.body_markdown),
+        body: Some(Body::new(v.body_markdown)),
         status: None,
         seo: Some(v.seo),
     };
