@@ -312,6 +312,12 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_PAYMENTS_API_BASE")]
     pub payments_api_base: Option<String>,
 
+    /// The ad network's catalog API base URL. Set, stores with catalog settings push their
+    /// products to `POST {base}/catalogs/{catalog_id}/items_batch` (manually and every 6
+    /// hours); unset, `POST .../ads/sync` answers 503.
+    #[arg(long, env = "MERCHANT_ADMIN_ADNET_API_BASE")]
+    pub adnet_api_base: Option<String>,
+
     /// Bearer token for --payments-api-base.
     #[arg(long, env = "MERCHANT_ADMIN_PAYMENTS_API_KEY", hide_env_values = true)]
     pub payments_api_key: Option<String>,

@@ -117,6 +117,8 @@ pub struct Config {
     pub platform_webhook: Option<PlatformWebhook>,
     /// Where API orders are paid and refunded.
     pub payments: crate::orders::payments::PaymentsConfig,
+    /// The ad network's catalog API (`--adnet-api-base`); None: no push sync (503).
+    pub adnet_api_base: Option<String>,
     /// A socket is pinged this often, and closed after `ws_idle_timeout` without a frame
     /// from its client (spec 6.4: 30 s and 75 s).
     pub ws_ping_interval: Duration,
@@ -282,6 +284,7 @@ impl Config {
             allow_private_webhook_targets: false,
             platform_webhook: None,
             payments: crate::orders::payments::PaymentsConfig::Manual,
+            adnet_api_base: None,
             ws_ping_interval: Duration::from_secs(30),
             ws_idle_timeout: Duration::from_secs(75),
             ws_recheck_poll: Duration::from_millis(250),
@@ -326,6 +329,12 @@ impl Config {
             allow_private_webhook_targets: a.allow_private_webhook_targets,
             platform_webhook: platform_webhook(a)?,
             payments: payments_config(a)?,
+            adnet_api_base: a
+                .adnet_api_base
+                .as_deref()
+                .filter(|b| !b.is_empty())
+                .map(|b| http_base("--adnet-api-base", b))
+                .transpose()?,
             smtp: a
                 .smtp_url
                 .as_deref()
@@ -446,6 +455,15 @@ fn payments_config(a: &ServeArgs) -> anyhow::Result<crate::orders::payments::Pay
             })
         }
     }
+}
+
+/// An http(s) base URL, kept without a trailing slash.
+fn http_base(flag: &str, v: &str) -> anyhow::Result<String> {
+    let url = url::Url::parse(v).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        anyhow::bail!("{flag} must be an http(s) URL");
+    }
+    Ok(v.trim_end_matches('/').to_owned())
 }
 
 fn platform_webhook(a: &ServeArgs) -> anyhow::Result<Option<PlatformWebhook>> {

@@ -79,6 +79,8 @@ pub enum ErrorCode {
     MsgappSendFailed,
     /// The mail server did not take an e-mail (a marketing recipient's record, a test send).
     EmailSendFailed,
+    /// The ad network refused or could not take a catalog push.
+    AdnetSyncFailed,
     /// The assistant's model answered something the request cannot use (a brand system
     /// that is not valid).
     ModelAnswerInvalid,
@@ -148,6 +150,7 @@ impl ErrorCode {
             | Self::PaymentProviderFailed
             | Self::MsgappSendFailed
             | Self::EmailSendFailed
+            | Self::AdnetSyncFailed
             | Self::ModelAnswerInvalid => StatusCode::BAD_GATEWAY,
             Self::ServiceUnavailable | Self::AssistantUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE

@@ -113,3 +113,4 @@ id_type!(SupplierId);
 id_type!(PurchaseOrderId);
 id_type!(SegmentId);
 id_type!(CampaignId);
+id_type!(PageId);

@@ -2,6 +2,7 @@
 //! [`serve`] runs it with the job workers and the scheduler until shutdown, so tests start
 //! exactly what production runs.
 
+pub mod ads;
 pub mod api_tokens;
 pub mod assistant;
 pub mod audit;
@@ -30,6 +31,7 @@ pub mod mail;
 pub mod marketing;
 pub mod msgapp;
 pub mod orders;
+pub mod pages;
 pub mod purchasing;
 pub mod reference;
 pub mod reviews;
@@ -89,6 +91,8 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(inventory::routes())
         .merge(purchasing::routes())
         .merge(marketing::routes())
+        .merge(pages::routes())
+        .merge(ads::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
         .merge(brand::routes())

@@ -183,6 +183,13 @@ fn job_registry() -> crate::jobs::Registry {
             crate::marketing::sending::fire(&st, job).await
         },
     );
+    r.handle(
+        |st, crate::ads::sync::AdsSyncSweep| async move { crate::ads::sync::sweep(&st).await },
+    );
+    r.recurring(
+        "the ad network catalog sync",
+        crate::ads::sync::ensure_scheduled,
+    );
     r.purge("idempotency keys", |tx, now, _| {
         crate::db::idempotency::purge_expired(tx, now)
     });

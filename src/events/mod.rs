@@ -51,6 +51,9 @@ events! {
     ProductsCreated = "products.created", "A product was created.";
     ProductsUpdated = "products.updated", "A product changed, including its media.";
     ProductsDeleted = "products.deleted", "A product was deleted.";
+    PagesCreated = "pages.created", "A storefront page was created; data is the page.";
+    PagesUpdated = "pages.updated", "A storefront page changed (content, status, or a restored version); data is the page.";
+    PagesDeleted = "pages.deleted", "A storefront page was deleted; data {id}.";
     InventoryLowStock = "inventory.low_stock", "A stock level fell to or below its low-stock threshold.";
     InventoryBackInStock = "inventory.back_in_stock", "A stock level rose back above its low-stock threshold.";
     CustomersCreated = "customers.created", "A customer record was created.";

@@ -105,6 +105,11 @@ pub fn seed(
     seed_workflows(tx, out, now)?;
     seed_purchasing(tx, store, &offers, now)?;
     crate::marketing::writes::seed_demo(tx, store, now)?;
+    seed_pages(tx, store, now)?;
+    // A feed token for the ad network's product feed; nobody is shown it (the merchant
+    // rotates it to get one), so the demo holds no usable credential.
+    let feed_token = crate::secrets::new_token("svc_feed_");
+    crate::ads::store::set_feed_token(tx, store, &crate::secrets::hash(&feed_token), now)?;
     crate::brand::writes::seed_demo(tx, store, out.user_id, now)?;
     seed_assistant(tx, out, &offers, now)?;
     // The catalog was written row by row above (not through the catalog's writes): its
@@ -998,6 +1003,65 @@ fn seed_purchasing(
             })
             .collect();
         writes::receive(tx, store, po.id, &receipt, at + Duration::days(7))?;
+    }
+    Ok(())
+}
+
+/// 5 storefront pages, 3 published, through the pages area's writes (rendered and
+/// sanitised as the API's are); the policy page has a few versions.
+fn seed_pages(tx: &Transaction<'_>, store: StoreId, now: DateTime<Utc>) -> Result<(), AppError> {
+    use crate::pages::model::{PageStatus, Seo};
+    use crate::pages::writes::{self, Body, NewPage, PageChange};
+
+    let pages = [
+        (
+            "Sobre nós",
+            "# Nossa história\n\nPeças feitas à mão desde 2015, em pequenos lotes.",
+            PageStatus::Published,
+        ),
+        (
+            "Trocas e devoluções",
+            "Você tem **30 dias** para trocar. Escreva para [trocas@loja.example](mailto:trocas@loja.example).",
+            PageStatus::Published,
+        ),
+        (
+            "Frete e prazos",
+            "| Região | Prazo |\n|---|---|\n| Sudeste | 3 dias úteis |\n| Demais | 7 dias úteis |",
+            PageStatus::Published,
+        ),
+        (
+            "Perguntas frequentes",
+            "## Como cuido da peça?\n\nLave à mão, em água fria.",
+            PageStatus::Draft,
+        ),
+        ("Black Friday", "Em breve.", PageStatus::Draft),
+    ];
+    for (n, (title, body, status)) in (0_i64..).zip(pages) {
+        let at = now - Duration::days(30 - n);
+        let page = writes::create(
+            tx,
+            store,
+            NewPage {
+                title: title.to_owned(),
+                slug: None,
+                body: Body::new(body.to_owned()),
+                status,
+                seo: Seo {
+                    title: Some(title.to_owned()),
+                    description: None,
+                },
+            },
+            at,
+        )?;
+        if n == 1 {
+            for days in [20, 10] {
+                let change = PageChange {
+                    body: Some(Body::new(format!("{body}\n\nAtualizado há {days} dias."))),
+                    ..PageChange::default()
+                };
+                writes::update(tx, store, page.id, change, now - Duration::days(days))?;
+            }
+        }
     }
     Ok(())
 }

@@ -17,11 +17,13 @@
 //!   write that changes it (product writes, category deletes, stock moves that cross zero,
 //!   review moderation) rewrites it in its own transaction (`store::refresh`). Product reads
 //!   and lists copy those rows; nothing is built per request.
+//! - Pages (the pages area's) show only while `published`: a draft's slug is 404.
 //! - Carts answer only to their token (`X-Cart-Token`); their rules and the checkout are the
 //!   carts area's (`carts::writes`), which these handlers call in one transaction each.
 
 pub mod handlers;
 pub mod model;
+pub mod pages;
 pub mod store;
 
 use utoipa::OpenApi;
@@ -66,4 +68,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(handlers::set_customer))
         .routes(routes!(handlers::checkout))
         .routes(routes!(handlers::recover_cart))
+        .routes(routes!(pages::list_pages))
+        .routes(routes!(pages::get_page))
 }

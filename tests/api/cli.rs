@@ -204,6 +204,17 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
         distinct("SELECT COUNT(*) FROM campaign_recipients WHERE status <> 'sent'"),
         0
     );
+    // Storefront pages: 5, 3 published, one with earlier versions; a feed token.
+    assert_eq!(count(&db, "pages"), 5);
+    assert_eq!(
+        distinct("SELECT COUNT(*) FROM pages WHERE status = 'published'"),
+        3
+    );
+    assert_eq!(count(&db, "page_versions"), 2);
+    assert_eq!(
+        distinct("SELECT COUNT(*) FROM ads_settings WHERE feed_token_hash IS NOT NULL"),
+        1
+    );
     // An inbox: one channel of each kind, 40 conversations in every status and priority, on
     // every channel, with messages, notes and a few files; snoozed ones wake on their own.
     assert_eq!(distinct("SELECT COUNT(DISTINCT kind) FROM channels"), 3);

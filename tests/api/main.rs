@@ -1,5 +1,6 @@
 //! The integration tests: one binary, a module per area (STYLE 12).
 
+mod ads;
 mod api_tokens;
 mod assistant;
 mod assisted_sale;
@@ -31,6 +32,7 @@ mod msgapp_channel;
 mod onboarding;
 mod openapi;
 mod orders;
+mod pages;
 mod paging;
 mod process;
 mod purchasing;

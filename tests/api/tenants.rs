@@ -230,10 +230,14 @@ type Case = (
 async fn the_authorization_table_for_store_routes() {
     let model = crate::support::model::FakeModel::start().await;
     let base = model.base.clone();
+    // The ad network the catalog push reaches (it answers 200).
+    let adnet = crate::support::Receiver::start().await;
+    let adnet_base = adnet.base.clone();
     let app = crate::support::spawn_app_with(move |c| {
         c.assistant = Some(merchant_admin::assistant::provider::ModelConfig::new(
             &base, "m",
         ));
+        c.adnet_api_base = Some(adnet_base);
     })
     .await;
     let (owner, _) = app.member("owner@example.com").await;
@@ -405,6 +409,26 @@ async fn the_authorization_table_for_store_routes() {
     )
     .await;
     let marketers: &'static [&'static str] = &["owner", "admin"];
+    // Storefront pages (issue 20): a page saved twice, so version 1 is kept to restore.
+    let page_path = made("pages", json!({"title": "Page"})).await;
+    app.call(
+        patch(),
+        &page_path,
+        &owner,
+        Some(json!({"title": "Page 2"})),
+    )
+    .await
+    .expect(200);
+    // Ad-network catalog (issue 20): settings set, so a push has somewhere to go.
+    app.call(
+        reqwest::Method::PUT,
+        &format!("{p}/ads/settings"),
+        &owner,
+        Some(json!({"catalog_id": "cat", "access_token": "tok"})),
+    )
+    .await
+    .expect(200);
+    let owners_admins: &'static [&'static str] = &["owner", "admin"];
     let table: Vec<Case> = vec![
         (
             get(),
@@ -1127,6 +1151,70 @@ async fn the_authorization_table_for_store_routes() {
             None,
             Some("brand.write"),
             &["owner", "admin"],
+        ),
+        (
+            get(),
+            format!("{p}/pages?status=draft"),
+            None,
+            Some("cms.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/pages"),
+            Some(json!({"title": "Page {n}"})),
+            Some("cms.write"),
+            owners_admins,
+        ),
+        (get(), page_path.clone(), None, Some("cms.read"), all_roles),
+        (
+            patch(),
+            page_path.clone(),
+            Some(json!({"body_markdown": "Body {n}"})),
+            Some("cms.write"),
+            owners_admins,
+        ),
+        (
+            get(),
+            format!("{page_path}/versions"),
+            None,
+            Some("cms.read"),
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{page_path}/versions/1/restore"),
+            None,
+            Some("cms.write"),
+            owners_admins,
+        ),
+        (
+            get(),
+            format!("{p}/ads/settings"),
+            None,
+            Some("marketing.read"),
+            all_roles,
+        ),
+        (
+            reqwest::Method::PUT,
+            format!("{p}/ads/settings"),
+            Some(json!({"catalog_id": "cat-{n}", "access_token": "tok"})),
+            Some("marketing.write"),
+            owners_admins,
+        ),
+        (
+            post(),
+            format!("{p}/ads/feed-token"),
+            None,
+            Some("marketing.write"),
+            owners_admins,
+        ),
+        (
+            post(),
+            format!("{p}/ads/sync"),
+            None,
+            Some("marketing.write"),
+            owners_admins,
         ),
         (
             post(),
