@@ -75,6 +75,8 @@ pub enum ErrorCode {
     OtpDeliveryFailed,
     PaymentProviderFailed,
     MsgappSendFailed,
+    /// Recorded on a notification's delivery record when a copy could not be sent.
+    NotificationSendFailed,
     /// The assistant's model answered something the request cannot use (a brand system
     /// that is not valid).
     ModelAnswerInvalid,
@@ -142,6 +144,7 @@ impl ErrorCode {
             Self::OtpDeliveryFailed
             | Self::PaymentProviderFailed
             | Self::MsgappSendFailed
+            | Self::NotificationSendFailed
             | Self::ModelAnswerInvalid => StatusCode::BAD_GATEWAY,
             Self::ServiceUnavailable | Self::AssistantUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE

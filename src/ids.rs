@@ -111,3 +111,5 @@ id_type!(WorkflowRunId);
 id_type!(CartId);
 id_type!(SupplierId);
 id_type!(PurchaseOrderId);
+id_type!(NotificationId);
+id_type!(NotificationDeliveryId);

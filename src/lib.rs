@@ -28,6 +28,7 @@ pub mod inventory;
 pub mod jobs;
 pub mod mail;
 pub mod msgapp;
+pub mod notifications;
 pub mod orders;
 pub mod purchasing;
 pub mod reviews;
@@ -86,6 +87,7 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(carts::routes())
         .merge(inventory::routes())
         .merge(purchasing::routes())
+        .merge(notifications::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
         .merge(brand::routes())

@@ -27,6 +27,7 @@ mod logging;
 mod members;
 mod msgapp;
 mod msgapp_channel;
+mod notifications;
 mod onboarding;
 mod openapi;
 mod orders;
