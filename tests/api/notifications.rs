@@ -528,7 +528,7 @@ async fn a_subscription_past_due_is_notified_in_every_store() {
             post(),
             "/v1/tenants",
             &token,
-            Some(json!({"name": "Org", "plan_code": "starter"})),
+            Some(json!({"name": "Org", "plan_code": "growth"})),
         )
         .await;
     org.expect(201);
@@ -577,6 +577,10 @@ async fn a_subscription_past_due_is_notified_in_every_store() {
     // The next day's run changes nothing and notifies nothing again.
     app.clock.advance(Duration::days(1));
     app.run_billing_day().await;
+    let token = app.login_as("owner@example.com", "later").await.body["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(kinds(&app.feed(&stores[0], &token, "").await).len(), 1);
 }
 
@@ -584,14 +588,18 @@ async fn a_subscription_past_due_is_notified_in_every_store() {
 /// with them; younger ones stay.
 #[tokio::test]
 async fn old_notifications_are_purged() {
-    let shop = Shop::open(quiet_app().await, 100).await;
+    let mut shop = Shop::open(quiet_app().await, 100).await;
+    shop.order(1).await;
+    shop.app.clock.advance(Duration::days(60));
+    shop.token = shop.app.login_as("owner@example.com", "again").await.body["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    shop.order(1).await;
+    shop.app.clock.advance(Duration::days(31));
     let app = &shop.app;
-    shop.order(1).await;
-    app.clock.advance(Duration::days(60));
-    shop.order(1).await;
-    app.clock.advance(Duration::days(31));
     app.run_cleanup().await;
-    let token = app.login_as("owner@example.com", "again").await.body["token"]
+    let token = app.login_as("owner@example.com", "later").await.body["token"]
         .as_str()
         .unwrap()
         .to_owned();
