@@ -383,3 +383,12 @@ pub fn record_attempt(
 
 /// The code a failed attempt records (spec 7).
 pub const SEND_FAILED: &str = "notification_send_failed";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_recorded_code_is_the_error_codes_name() {
+        let code = serde_json::to_value(crate::error::ErrorCode::NotificationSendFailed).unwrap();
+        assert_eq!(code, super::SEND_FAILED);
+    }
+}
