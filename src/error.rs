@@ -81,6 +81,8 @@ pub enum ErrorCode {
     EmailSendFailed,
     /// The ad network refused or could not take a catalog push.
     AdnetSyncFailed,
+    /// Recorded on a notification's delivery record when a copy could not be sent.
+    NotificationSendFailed,
     /// The assistant's model answered something the request cannot use (a brand system
     /// that is not valid).
     ModelAnswerInvalid,
@@ -151,6 +153,7 @@ impl ErrorCode {
             | Self::MsgappSendFailed
             | Self::EmailSendFailed
             | Self::AdnetSyncFailed
+            | Self::NotificationSendFailed
             | Self::ModelAnswerInvalid => StatusCode::BAD_GATEWAY,
             Self::ServiceUnavailable | Self::AssistantUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE

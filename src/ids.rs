@@ -114,3 +114,5 @@ id_type!(PurchaseOrderId);
 id_type!(SegmentId);
 id_type!(CampaignId);
 id_type!(PageId);
+id_type!(NotificationId);
+id_type!(NotificationDeliveryId);

@@ -30,6 +30,7 @@ pub mod jobs;
 pub mod mail;
 pub mod marketing;
 pub mod msgapp;
+pub mod notifications;
 pub mod orders;
 pub mod pages;
 pub mod purchasing;
@@ -93,6 +94,7 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(marketing::routes())
         .merge(pages::routes())
         .merge(ads::routes())
+        .merge(notifications::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
         .merge(brand::routes())

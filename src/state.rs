@@ -114,8 +114,12 @@ impl AppState {
 /// Every area's background work: the job kinds the generic workers run, and what the
 /// periodic cleanup deletes. (Webhook deliveries run on their own dispatcher.)
 fn job_registry() -> crate::jobs::Registry {
-    // What else reacts to store events, in their transaction: workflows start runs.
-    crate::events::set_listeners(&[crate::workflows::runner::on_event]);
+    // What else reacts to store events, in their transaction: workflows start runs,
+    // members are notified.
+    crate::events::set_listeners(&[
+        crate::workflows::runner::on_event,
+        crate::notifications::produce::on_event,
+    ]);
     let mut r = crate::jobs::Registry::new();
     r.handle(
         |st, job: crate::workflows::runner::WorkflowStep| async move {
@@ -139,6 +143,14 @@ fn job_registry() -> crate::jobs::Registry {
     });
     r.purge("finished workflow runs", |tx, now, _| {
         crate::workflows::runs::purge_finished(tx, now - crate::workflows::runner::KEEP_RUNS)
+    });
+    r.handle(
+        |st, job: crate::notifications::send::NotificationSend| async move {
+            crate::notifications::send::send(&st, job).await
+        },
+    );
+    r.purge("old notifications", |tx, now, _| {
+        crate::notifications::store::purge_before(tx, now - crate::notifications::KEEP)
     });
     r.handle(|st, job: crate::orders::refunds::RefundCheck| async move {
         crate::orders::refunds::check(&st, job.refund_id).await

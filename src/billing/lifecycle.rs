@@ -155,6 +155,19 @@ pub fn save(
     )?;
     let out = super::subscriptions::show(tx, ctx.catalog, &ctx.view, after.tenant, ctx.now)?;
     webhooks::publish(tx, None, Event::SubscriptionUpdated, &out, ctx.now)?;
+    if after.status == SubscriptionStatus::PastDue && before.status != SubscriptionStatus::PastDue {
+        // The organization's members who see billing hear of it in each of its stores.
+        let id = after.tenant.to_string();
+        let n = crate::notifications::produce::Notice {
+            kind: crate::notifications::model::Kind::SubscriptionPastDue,
+            title: "Subscription past due",
+            body: "An invoice of your subscription is past due. Pay it to keep the stores \
+                   running.",
+            subject_type: "subscription",
+            subject_id: &id,
+        };
+        crate::notifications::produce::notify_tenant(tx, after.tenant, &n, ctx.now)?;
+    }
     Ok(true)
 }
 

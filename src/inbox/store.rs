@@ -682,6 +682,9 @@ pub fn insert_message(
     if n == 0 {
         return Ok(false);
     }
+    if m.sender == Sender::Visitor {
+        notify_if_first(tx, m, now)?;
+    }
     let sql = match m.sender {
         Sender::Visitor => {
             "UPDATE conversations SET last_message_at = ?2, activity_at = ?2, updated_at = ?2,
@@ -704,6 +707,48 @@ pub fn insert_message(
     };
     crate::db::exec(tx, sql, params![m.conversation, at])?;
     Ok(true)
+}
+
+/// A conversation's first inbound message announces it to the team (as `conversation:new`
+/// does on the sockets): the members who read conversations are notified, in its
+/// transaction. A chat opened and never written in notifies nobody.
+fn notify_if_first(
+    tx: &Transaction<'_>,
+    m: &NewMessage<'_>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let first: Option<(ChannelKind, Contact)> = tx
+        .prepare_cached(
+            "SELECT c.channel_kind, c.contact_name, c.contact_email, c.contact_phone
+             FROM conversations c
+             WHERE c.id = ?1 AND NOT EXISTS (SELECT 1 FROM messages x
+                                             WHERE x.conversation_id = c.id AND x.id != ?2)",
+        )?
+        .query_row(params![m.conversation, m.id], |r| {
+            Ok((
+                r.get(0)?,
+                Contact {
+                    name: r.get(1)?,
+                    email: r.get(2)?,
+                    phone: r.get(3)?,
+                },
+            ))
+        })
+        .optional()?;
+    let Some((kind, contact)) = first else {
+        return Ok(());
+    };
+    let who = display_name(&contact);
+    let body = format!("{who} wrote through {}: {}", kind.as_str(), m.text);
+    let id = m.conversation.to_string();
+    let n = crate::notifications::produce::Notice {
+        kind: crate::notifications::model::Kind::NewConversation,
+        title: &format!("New conversation from {who}"),
+        body: &body,
+        subject_type: "conversation",
+        subject_id: &id,
+    };
+    crate::notifications::produce::notify(tx, m.store, &n, now).map(drop)
 }
 
 /// Whether the conversation has any message yet (its first one announces it).

@@ -37,6 +37,22 @@ pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
     if r.status == ReviewStatus::Approved {
         crate::storefront::store::refresh(tx, r.store_id, r.product_id)?;
     }
+    // One waiting for moderation is announced to those who can moderate it, in this
+    // transaction.
+    if r.status == ReviewStatus::Pending {
+        let id = r.id.to_string();
+        let n = crate::notifications::produce::Notice {
+            kind: crate::notifications::model::Kind::ReviewPending,
+            title: &format!("Review waiting: {}", r.product_title),
+            body: &format!("{} rated it {} of 5: {}", r.author_name, r.rating, r.title),
+            subject_type: "review",
+            subject_id: &id,
+        };
+        let now = crate::time::parse(&r.created_at).ok_or_else(|| {
+            AppError::internal(anyhow::anyhow!("a review's created_at is not a time"))
+        })?;
+        crate::notifications::produce::notify(tx, r.store_id, &n, now)?;
+    }
     Ok(())
 }
 

@@ -112,6 +112,7 @@ pub fn seed(
     crate::ads::store::set_feed_token(tx, store, &crate::secrets::hash(&feed_token), now)?;
     crate::brand::writes::seed_demo(tx, store, out.user_id, now)?;
     seed_assistant(tx, out, &offers, now)?;
+    crate::notifications::produce::seed_demo(tx, store, out.user_id, now)?;
     // The catalog was written row by row above (not through the catalog's writes): its
     // storefront rows are rendered once, at the end.
     crate::storefront::store::refresh_store(tx, store)

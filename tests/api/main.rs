@@ -29,6 +29,7 @@ mod marketing;
 mod members;
 mod msgapp;
 mod msgapp_channel;
+mod notifications;
 mod onboarding;
 mod openapi;
 mod orders;

@@ -1027,6 +1027,22 @@ async fn the_authorization_table_for_store_routes() {
             Some("inventory.write"),
             inventory_writers,
         ),
+        // Notifications (issue 20): any member reads and marks their own feed; no
+        // permission beyond membership (store tokens have no member: see notifications.rs).
+        (
+            get(),
+            format!("{p}/notifications?unread=true"),
+            None,
+            None,
+            all_roles,
+        ),
+        (
+            post(),
+            format!("{p}/notifications/read"),
+            Some(json!({"all": true})),
+            None,
+            all_roles,
+        ),
         (
             get(),
             format!("{p}/reviews?status=pending&limit=1&include_total=true"),
