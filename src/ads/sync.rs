@@ -188,8 +188,9 @@ pub async fn push(st: &AppState, store: StoreId) -> Result<Result<SyncOut, PushE
         Ok((items, _)) => Ok(*items),
         Err(e) => Err(e.message()),
     };
+    // The push happened: its outcome is recorded even when the writer's queue is full.
     st.db
-        .write(move |tx| {
+        .write_to_finish(move |tx| {
             store::record_sync(
                 tx,
                 store,

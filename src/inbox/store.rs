@@ -743,7 +743,9 @@ fn notify_if_first(
     let id = m.conversation.to_string();
     let n = crate::notifications::produce::Notice {
         kind: crate::notifications::model::Kind::NewConversation,
-        title: &format!("New conversation from {who}"),
+        // The shopper's words stay in the body: the title is an e-mail's subject, sent from
+        // the operator's address, and must not be theirs to write.
+        title: "New conversation",
         body: &body,
         subject_type: "conversation",
         subject_id: &id,

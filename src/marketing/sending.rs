@@ -170,6 +170,9 @@ pub async fn send_batch(st: &AppState, job: CampaignBatch) -> anyhow::Result<()>
         return Ok(());
     };
     let last_attempt = jobs::attempt().is_none_or(jobs::Attempt::is_last);
+    // Rendering is CPU work: off the async runtime.
+    let markdown = campaign.body_markdown.clone();
+    let html = crate::threads::run_blocking(move || super::render::html(&markdown)).await;
     let content = match (&st.cfg.smtp, from) {
         (None, _) => Err(SendError::NoRelay),
         (Some(_), None) => Err(SendError::Build(
@@ -179,7 +182,7 @@ pub async fn send_batch(st: &AppState, job: CampaignBatch) -> anyhow::Result<()>
             from,
             subject: campaign.subject.clone(),
             text: campaign.body_markdown.clone(),
-            html: super::render::html(&campaign.body_markdown),
+            html,
         }),
     };
     let mut retry = None;
@@ -195,8 +198,9 @@ pub async fn send_batch(st: &AppState, job: CampaignBatch) -> anyhow::Result<()>
         let settle = outcome.is_permanent() || last_attempt;
         let error: String = outcome.to_string().chars().take(500).collect();
         let pos = p.position;
+        // Settles an attempt already made: never refused for a full queue.
         st.db
-            .write(move |tx| {
+            .write_to_finish(move |tx| {
                 let code = "email_send_failed";
                 store::mark_attempt_failed(tx, store, id, pos, (code, &error), settle, now)?;
                 store::finish_if_done(tx, store, id, now)
@@ -236,7 +240,7 @@ async fn send_one(
     let now = st.clock.now();
     if !accepts {
         st.db
-            .write(move |tx| {
+            .write_to_finish(move |tx| {
                 let why = (
                     "unsubscribed",
                     "the customer no longer accepts marketing e-mail",
@@ -287,8 +291,9 @@ async fn send_one(
     if let Err(e) = sent {
         return Ok(Err(e));
     }
+    // The server took the mail: a refused write here would mail them again on the retry.
     st.db
-        .write(move |tx| {
+        .write_to_finish(move |tx| {
             store::mark_sent(tx, store, id, pos, now)?;
             store::finish_if_done(tx, store, id, now)
         })

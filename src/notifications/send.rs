@@ -33,6 +33,9 @@ impl JobKind for NotificationSend {
 /// the body.
 pub const MSGAPP_TEMPLATE: &str = "store_notification";
 
+/// The longest template parameter sent, in characters (the provider caps their length).
+const MAX_PARAM_CHARS: usize = 200;
+
 /// Why an attempt failed, and whether another can help.
 struct Failure {
     message: String,
@@ -139,7 +142,15 @@ async fn send_msgapp(st: &AppState, p: &store::Pending) -> Result<(), Failure> {
         Locale::PtBr => "pt_BR",
         Locale::EnUs => "en_US",
     };
-    let parameters = [p.store_name.clone(), p.title.clone(), p.body.clone()];
+    // Template parameters refuse newlines, tabs and long runs of spaces, and are short.
+    let param = |s: &str| -> String {
+        let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        match one_line.char_indices().nth(MAX_PARAM_CHARS) {
+            Some((cut, _)) => format!("{}…", &one_line[..cut]),
+            None => one_line,
+        }
+    };
+    let parameters = [param(&p.store_name), param(&p.title), param(&p.body)];
     let msg = crate::msgapp::TemplateMessage {
         phone_number_id: &number,
         to: phone,

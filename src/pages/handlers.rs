@@ -254,11 +254,22 @@ pub async fn restore_page_version(
     scope.require(Permission::CmsWrite)?;
     let version = int32_param("version", &ids.2)?;
     let (store, id, actor, now) = (scope.store_id, ids.1, Actor::of(&scope), st.clock.now());
+    // The version's markdown is rendered before the write, so the writer never waits on it.
+    let markdown = st
+        .db
+        .read(move |c| {
+            store::get(c, store, id)?.ok_or_else(writes::not_found)?;
+            store::get_version(c, id, version)
+        })
+        .await?
+        .map(|v| v.body_markdown)
+        .unwrap_or_default();
+    let body = crate::threads::run_blocking(move || writes::Body::new(markdown)).await;
     let out = st
         .db
         .write(move |tx| {
             let before = store::get(tx, store, id)?.ok_or_else(writes::not_found)?;
-            let page = writes::restore(tx, store, id, version, now)?;
+            let page = writes::restore(tx, store, id, version, body, now)?;
             if page.version != before.version {
                 publish(tx, &actor, Event::PagesUpdated, "page.restored", &page, now)?;
             }

@@ -209,11 +209,15 @@ pub fn update(
 /// Saves a kept version's content into the page as a new save (which keeps the content it
 /// replaces as a version in turn). The page's current version restores as it is; a version
 /// the page does not keep is 404.
+///
+/// `body` is the version's markdown rendered beforehand, off the writer (see
+/// [`Body::new`]); a version's content never changes, so it is still that version's.
 pub fn restore(
     tx: &Transaction<'_>,
     store: StoreId,
     id: PageId,
     version: i32,
+    body: Body,
     now: DateTime<Utc>,
 ) -> Result<PageOut, AppError> {
     let page = store::get(tx, store, id)?.ok_or_else(not_found)?;
@@ -222,10 +226,11 @@ pub fn restore(
     }
     let v =
         store::get_version(tx, id, version)?.ok_or_else(|| AppError::not_found("page version"))?;
+    debug_assert_eq!(v.body_markdown, body.markdown);
     let change = PageChange {
         title: Some(v.title),
         slug: Some(v.slug),
-        body: Some(Body::new(v.body_markdown)),
+        body: Some(body),
         status: None,
         seo: Some(v.seo),
     };

@@ -413,8 +413,9 @@ pub async fn order_purchase_order(
     Ok(Json(po.await?))
 }
 
-/// Cancels a draft or ordered purchase order (409 `invalid_status_transition` once any
-/// stock was received, or when it is cancelled already).
+/// Cancels a draft, ordered or partially received purchase order: for a short shipment this
+/// closes what is left, and what was received stays on hand (409 `invalid_status_transition`
+/// once fully received, or when it is cancelled already).
 #[utoipa::path(post, path = "/stores/{store_id}/purchase-orders/{purchase_order_id}/cancel",
     tag = "purchasing", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("purchase_order_id" = PurchaseOrderId, Path)),
@@ -426,7 +427,7 @@ pub async fn cancel_purchase_order(
     Path(ids): Path<(StoreId, PurchaseOrderId)>,
 ) -> Result<Json<PurchaseOrderOut>, AppError> {
     use PurchaseOrderStatus as S;
-    let from = &[S::Draft, S::Ordered];
+    let from = &[S::Draft, S::Ordered, S::PartiallyReceived];
     let po = move_status(
         &st,
         &scope,

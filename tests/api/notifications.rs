@@ -502,7 +502,11 @@ async fn each_store_kind_is_produced_by_its_event() {
         feed["data"][0]["subject"],
         json!({"type": "conversation", "id": visitor.conversation_id})
     );
-    assert_eq!(feed["data"][0]["title"], "New conversation from Bia");
+    // The shopper's name and words are in the body, never in the title (an e-mail subject).
+    assert_eq!(feed["data"][0]["title"], "New conversation");
+    let body = feed["data"][0]["body"].as_str().unwrap();
+    assert!(body.starts_with("Bia wrote through"), "{body}");
+    assert!(body.contains("Do you ship to Recife?"), "{body}");
     read_all().await.expect(200);
 
     shop.review(json!({"status": "approved"})).await.expect(201);

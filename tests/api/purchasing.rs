@@ -253,10 +253,6 @@ async fn purchase_orders_move_through_every_status_and_refuse_the_rest() {
     assert_eq!(part.body["status"], "partially_received");
     assert_eq!(part.body["items"][0]["received_quantity"], 5);
     assert_eq!(part.body["items"][1]["received_quantity"], 0);
-    // Stock came in: it cannot be cancelled now.
-    shop.po(&a, "cancel", None)
-        .await
-        .expect_error(409, "invalid_status_transition");
     let done = shop.receive(&a, &[(1, 2)]).await;
     done.expect(200);
     assert_eq!(done.body["status"], "received");
@@ -285,6 +281,20 @@ async fn purchase_orders_move_through_every_status_and_refuse_the_rest() {
         .await
         .expect_error(409, "invalid_status_transition");
 
+    // A short shipment is closed by cancelling what is left: what came in stays on hand.
+    let d = shop.draft(&supplier, &[(0, 4)]).await;
+    shop.po(&d, "order", None).await.expect(200);
+    shop.receive(&d, &[(0, 1)]).await.expect(200);
+    let before = shop.stock(0).await;
+    let closed = shop.po(&d, "cancel", None).await;
+    closed.expect(200);
+    assert_eq!(closed.body["status"], "cancelled");
+    assert_eq!(closed.body["items"][0]["received_quantity"], 1);
+    assert_eq!(shop.stock(0).await, before);
+    shop.receive(&d, &[(0, 1)])
+        .await
+        .expect_error(409, "invalid_status_transition");
+
     // Filters; an unknown status is 422; newest first.
     let drafts = shop.read("purchase-orders?status=draft").await;
     assert_eq!(drafts["data"], json!([]));
@@ -295,7 +305,14 @@ async fn purchase_orders_move_through_every_status_and_refuse_the_rest() {
         .iter()
         .map(|p| p["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, [c["id"].as_str().unwrap(), b["id"].as_str().unwrap()]);
+    assert_eq!(
+        ids,
+        [
+            d["id"].as_str().unwrap(),
+            c["id"].as_str().unwrap(),
+            b["id"].as_str().unwrap()
+        ]
+    );
     let by_other = shop
         .read(&format!(
             "purchase-orders?supplier_id={other_supplier}&include_total=true"
@@ -303,11 +320,11 @@ async fn purchase_orders_move_through_every_status_and_refuse_the_rest() {
         .await;
     assert_eq!(by_other["total"], 1);
     assert_eq!(by_other["data"][0]["status"], "received");
-    let paged = shop.read("purchase-orders?limit=2").await;
+    let paged = shop.read("purchase-orders?limit=3").await;
     assert_eq!(paged["has_more"], true);
     let more = shop
         .read(&format!(
-            "purchase-orders?limit=2&cursor={}",
+            "purchase-orders?limit=3&cursor={}",
             paged["next_cursor"].as_str().unwrap()
         ))
         .await;
@@ -334,28 +351,28 @@ async fn purchase_orders_move_through_every_status_and_refuse_the_rest() {
             .iter()
             .filter(|a| **a == "purchase_order.received")
             .count(),
-        2
+        3
     );
     assert_eq!(
         actions
             .iter()
             .filter(|a| **a == "purchase_order.cancelled")
             .count(),
-        2
+        3
     );
     assert_eq!(
         actions
             .iter()
             .filter(|a| **a == "purchase_order.ordered")
             .count(),
-        2
+        3
     );
     assert_eq!(
         actions
             .iter()
             .filter(|a| **a == "purchase_order.created")
             .count(),
-        3
+        4
     );
     assert_eq!(
         actions

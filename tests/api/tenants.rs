@@ -462,7 +462,7 @@ async fn the_authorization_table_for_store_routes() {
             get(),
             format!("{segment_path}/customers?include_total=true"),
             None,
-            Some("marketing.read"),
+            Some("marketing.read+customers.read"),
             all_roles,
         ),
         (
@@ -500,7 +500,7 @@ async fn the_authorization_table_for_store_routes() {
             get(),
             format!("{campaign_path}/recipients"),
             None,
-            Some("marketing.read"),
+            Some("marketing.read+customers.read"),
             all_roles,
         ),
         (get(), p.clone(), None, None, all_roles),
