@@ -2,6 +2,7 @@
 //! [`serve`] runs it with the job workers and the scheduler until shutdown, so tests start
 //! exactly what production runs.
 
+pub mod analytics;
 pub mod api_tokens;
 pub mod assistant;
 pub mod audit;
@@ -86,6 +87,7 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(carts::routes())
         .merge(inventory::routes())
         .merge(purchasing::routes())
+        .merge(analytics::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
         .merge(brand::routes())

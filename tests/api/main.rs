@@ -1,5 +1,6 @@
 //! The integration tests: one binary, a module per area (STYLE 12).
 
+mod analytics;
 mod api_tokens;
 mod assistant;
 mod assisted_sale;
