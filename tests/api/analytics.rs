@@ -488,7 +488,7 @@ async fn top_products_rank_by_revenue_page_by_cursor_and_match_the_orders() {
         }
     }
     let mut ranked: Vec<(&str, i64, i64)> = want.iter().map(|(t, (q, r))| (*t, *q, *r)).collect();
-    ranked.sort_by(|a, b| b.2.cmp(&a.2));
+    ranked.sort_by_key(|p| std::cmp::Reverse(p.2));
     let range = "from=2026-11-01&to=2026-11-30";
     let all = shop
         .read(&format!(
