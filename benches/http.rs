@@ -465,6 +465,14 @@ fn main() {
             report(s, &rt.block_on(run(s, &client, &base, &args)), &args);
         }
     }
+    // `--only analytics` runs the analytics phase (issue 20).
+    let wanted_analytics = |name: &str| args.only.as_deref() == Some("analytics") || wanted(name);
+    if analytics::SCENARIOS.iter().any(|n| wanted_analytics(n)) {
+        let scenarios = rt.block_on(analytics::prepare(&client, &base, &token));
+        for s in scenarios.iter().filter(|s| wanted_analytics(s.name)) {
+            report(s, &rt.block_on(run(s, &client, &base, &args)), &args);
+        }
+    }
     if args.only.as_deref().is_none_or(|o| "webhooks".contains(o)) {
         rt.block_on(webhooks::run(
             &client,
@@ -791,6 +799,113 @@ mod admin {
             scenario(SCENARIOS[6], new_order),
         ];
         (scenarios, hook)
+    }
+}
+
+/// Analytics (issue 20): a store with 100,000 orders over 92 days; its 90-day summary by
+/// day and its top products over the same days.
+mod analytics {
+    use std::time::Instant;
+
+    use serde_json::{Value, json};
+
+    use super::{Call, Scenario};
+
+    pub const SCENARIOS: [&str; 2] = ["analytics summary 90 days", "analytics top-products 90d"];
+
+    async fn post(
+        client: &reqwest::Client,
+        base: &str,
+        token: &str,
+        path: &str,
+        body: Value,
+    ) -> Value {
+        let r = client
+            .post(format!("{base}{path}"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.unwrap_or(Value::Null)
+    }
+
+    pub async fn prepare(client: &reqwest::Client, base: &str, session: &str) -> Vec<Scenario> {
+        let (store, token) = super::store_token(client, base, session, "Analytics").await;
+        let p = format!("/v1/stores/{store}");
+        for n in 0..40 {
+            post(client, base, &token, &format!("{p}/products"), json!({
+                "title": format!("Product {n}"),
+                "variants": [
+                    {"sku": format!("A{n}-S"), "price_cents": 1990 + 10 * n, "on_hand": 100_000_000},
+                    {"sku": format!("A{n}-M"), "price_cents": 2990 + 10 * n, "on_hand": 100_000_000}],
+            }))
+            .await;
+        }
+        for n in 0..50 {
+            post(
+                client,
+                base,
+                &token,
+                &format!("{p}/customers"),
+                json!({"name": format!("Customer {n}")}),
+            )
+            .await;
+        }
+        let t = Instant::now();
+        // 80 s apart: 100,000 orders over 92.6 days, ending now.
+        post(
+            client,
+            base,
+            &token,
+            &format!("/v1/_bench/stores/{store}/seed"),
+            json!({"orders": 100_000, "reviews": 0, "spacing_seconds": 80}),
+        )
+        .await;
+        println!(
+            "    (seeded 100,000 orders over 92 days in {:.1} s)",
+            t.elapsed().as_secs_f64()
+        );
+        let today = chrono::Utc::now().date_naive();
+        let from = today - chrono::Duration::days(89);
+        let range = format!("from={from}&to={today}");
+        let get = |path: String| Call {
+            bearer: Some(token.clone()),
+            ..Call::get(&path)
+        };
+        // What the summary answers, so a broken seed shows rather than a fast empty answer.
+        let body: Value = client
+            .get(format!("{base}{p}/analytics/summary?{range}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        println!(
+            "    (90-day summary: {} orders, {} cents, {} days)",
+            body["totals"]["orders"],
+            body["totals"]["revenue_cents"],
+            body["series"].as_array().map_or(0, Vec::len)
+        );
+        let scenario = |name: &'static str, call: Call| Scenario {
+            name,
+            call,
+            connections: None,
+            background: None,
+        };
+        vec![
+            scenario(
+                SCENARIOS[0],
+                get(format!("{p}/analytics/summary?{range}&interval=day")),
+            ),
+            scenario(
+                SCENARIOS[1],
+                get(format!("{p}/analytics/top-products?{range}&limit=50")),
+            ),
+        ]
     }
 }
 

@@ -3,6 +3,7 @@
 //! exactly what production runs.
 
 pub mod ads;
+pub mod analytics;
 pub mod api_tokens;
 pub mod assistant;
 pub mod audit;
@@ -95,6 +96,7 @@ pub fn api() -> (Router<AppState>, ApiDocs) {
         .merge(pages::routes())
         .merge(ads::routes())
         .merge(notifications::routes())
+        .merge(analytics::routes())
         .merge(reviews::routes())
         .merge(workflows::routes())
         .merge(brand::routes())

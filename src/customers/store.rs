@@ -121,6 +121,8 @@ pub fn insert(
         ],
     )
     .on_constraint("customers.email", email_taken)?;
+    // A new customer counts in the store's analytics, in this transaction.
+    crate::analytics::store::count_customer(tx, store, &time::format(now), 1)?;
     Ok(())
 }
 
@@ -199,8 +201,22 @@ pub fn find_by_contact(
     .optional()?)
 }
 
+/// Deletes a customer and takes it out of the store's analytics (new customers count those
+/// that exist), in the caller's transaction.
 pub fn delete(tx: &Transaction<'_>, store: StoreId, id: CustomerId) -> Result<bool, AppError> {
-    crate::db::delete_in_store(tx, "customers", store, &id)
+    let created_at: Option<String> = tx
+        .prepare_cached(
+            "DELETE FROM customers WHERE store_id = ?1 AND id = ?2 RETURNING created_at",
+        )?
+        .query_row(params![store, id], |r| r.get(0))
+        .optional()?;
+    match created_at {
+        Some(at) => {
+            crate::analytics::store::count_customer(tx, store, &at, -1)?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 const FILTER: &str = "store_id = ?1 AND (?2 IS NULL OR name LIKE ?2 ESCAPE '\\'

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::model::{OrderItem, OrderOut, OrderStatus, PaymentOut, RefundOut};
+use crate::analytics::store as analytics;
 use crate::db::rendered::{Position, RenderedJson, RenderedRows, RenderedTable};
 use crate::error::AppError;
 use crate::ids::{CustomerId, OrderId, PaymentId, RefundId, StoreId, TenantId, UserId};
@@ -258,7 +259,31 @@ pub fn insert_payment(
          VALUES (?1, ?2, ?3, ?4, ?5, 'approved', ?6)",
         params![id, store, order, provider, amount_cents, time::format(now)],
     )?;
+    count_paid(tx, store, order)?;
     Ok(id)
+}
+
+/// Counts an order in the store's analytics as it gains its (one) payment, in this
+/// transaction: the one moment an order starts to count (analytics' invariant).
+fn count_paid(tx: &Transaction<'_>, store: StoreId, order: OrderId) -> Result<(), AppError> {
+    let (created_at, total, items): (String, i64, String) = tx
+        .prepare_cached(
+            "SELECT created_at, total_cents, items FROM orders WHERE id = ?1 AND store_id = ?2",
+        )?
+        .query_row(params![order, store], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    let items: Vec<OrderItem> = serde_json::from_str(&items).map_err(AppError::internal)?;
+    let sales: Vec<analytics::Sale<'_>> = items
+        .iter()
+        .map(|i| analytics::Sale {
+            product_id: i.product_id,
+            title: &i.title,
+            quantity: i.quantity,
+            revenue_cents: i.total_cents,
+        })
+        .collect();
+    analytics::count_order(tx, store, &created_at, total, &sales)
 }
 
 /// An approved payment of the order and what is left to refund of it, pending refunds
@@ -452,6 +477,11 @@ pub fn confirm_refund(tx: &Transaction<'_>, r: &RefundOut) -> Result<bool, AppEr
         [r.id],
     )?;
     if n == 1 {
+        // Counted at the refund's own creation, in the settling transaction.
+        let (store, created_at): (StoreId, String) = tx
+            .prepare_cached("SELECT store_id, created_at FROM refunds WHERE id = ?1")?
+            .query_row([r.id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        analytics::count_refund(tx, store, &created_at, r.amount_cents)?;
         crate::db::exec(
             tx,
             "UPDATE payments SET refunded_cents = refunded_cents + ?2 WHERE id = ?1",

@@ -119,7 +119,7 @@ pub fn seed(
 }
 
 /// Adds `orders` orders and `reviews` reviews to a store that has products and customers,
-/// one second apart and ending at `now` (the benchmark's 100,000-row store).
+/// `spacing` apart and ending at `now` (the benchmarks' 100,000-row stores).
 pub fn bulk(
     tx: &Transaction<'_>,
     store: StoreId,
@@ -127,6 +127,7 @@ pub fn bulk(
     reviews: i64,
     seed: u64,
     now: DateTime<Utc>,
+    spacing: Duration,
 ) -> Result<(), AppError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let offers: Vec<Offer> = stock::list(tx, store, None, None, None, 1000, 0)?
@@ -146,7 +147,6 @@ pub fn bulk(
             "needs products and customers first",
         ));
     }
-    let spacing = Duration::seconds(1);
     let sold = seed_orders(tx, &mut rng, store, &offers, &people, now, orders, spacing)?;
     seed_reviews(tx, &mut rng, store, &offers, &sold, now, reviews, spacing)
 }

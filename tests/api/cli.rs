@@ -171,6 +171,17 @@ fn setup_demo_seeds_a_team_and_flags_read_the_environment() {
     let distinct = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
     assert_eq!(distinct("SELECT COUNT(DISTINCT status) FROM orders"), 8);
     assert_eq!(distinct("SELECT COUNT(DISTINCT status) FROM reviews"), 3);
+    // Analytics: the counters hold every paid order, succeeded refund and customer.
+    let text = |sql: &str| -> String { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(
+        text("SELECT SUM(orders) || '/' || SUM(revenue_cents) || '/' || SUM(refunds_cents) || '/' || SUM(new_customers) FROM analytics_buckets"),
+        text(
+            "SELECT (SELECT COUNT(*) FROM orders o WHERE EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.id))
+             || '/' || (SELECT SUM(total_cents) FROM orders o WHERE EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.id))
+             || '/' || (SELECT SUM(amount_cents) FROM refunds WHERE status = 'succeeded')
+             || '/' || (SELECT COUNT(*) FROM customers)"
+        )
+    );
     // Purchasing: 3 suppliers, purchase orders in all five statuses; the received units came
     // in as purchase_order stock adjustments (2 lines x 20 received, 2 x 8 partly).
     assert_eq!(count(&db, "suppliers"), 3);

@@ -1,6 +1,7 @@
 //! The integration tests: one binary, a module per area (STYLE 12).
 
 mod ads;
+mod analytics;
 mod api_tokens;
 mod assistant;
 mod assisted_sale;

@@ -1043,6 +1043,21 @@ async fn the_authorization_table_for_store_routes() {
             None,
             all_roles,
         ),
+        // Analytics (issue 20): reports for every role holding marketing.read.
+        (
+            get(),
+            format!("{p}/analytics/summary?interval=week"),
+            None,
+            Some("marketing.read"),
+            all_roles,
+        ),
+        (
+            get(),
+            format!("{p}/analytics/top-products?limit=5"),
+            None,
+            Some("marketing.read"),
+            all_roles,
+        ),
         (
             get(),
             format!("{p}/reviews?status=pending&limit=1&include_total=true"),
