@@ -465,8 +465,9 @@ async fn a_restore_saves_the_old_system_as_a_new_version() {
         again.body["system"]["colors"]["aliases"]["action_primary"],
         "#9A3412"
     );
+    // Deliveries may arrive out of order (as Stripe's); the events' ids keep their order.
     let events: Vec<i64> = rx
-        .wait_for(3)
+        .events_in_order(3)
         .await
         .iter()
         .map(|h| h.json()["data"]["version"].as_i64().unwrap())
