@@ -4,6 +4,9 @@
 use crate::support::browser::{self, Browser};
 use crate::support::spawn_app;
 
+/// How long the viewer may take to fetch and draw a whole document on a busy CI machine.
+const RENDER_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The rendered text of the RapiDoc element, through its shadow root and the nested ones of
 /// its schema tables.
 const RENDERED: &str = "(function deep(n) { if (!n) return ''; let t = ''; \
@@ -89,12 +92,13 @@ async fn the_reference_renders_an_operation_with_its_responses_and_asks_nothing_
         ))
         .await;
     browser
-        .wait_for(
+        .wait_for_within(
             "the refund operation to render",
             &format!(
                 "{RENDERED}.includes('Refunds part or all of the order') \
                  && {RENDERED}.includes('/stores/{{store_id}}/orders/{{order_id}}/refund')"
             ),
+            RENDER_WAIT,
         )
         .await;
     let text = browser.eval(&format!("return {RENDERED};")).await;
@@ -117,12 +121,13 @@ async fn the_reference_renders_an_operation_with_its_responses_and_asks_nothing_
         .open(&browser::url(app.addr, "/docs/api/storefront"))
         .await;
     browser
-        .wait_for(
+        .wait_for_within(
             "the storefront document to render",
             &format!(
                 "{RENDERED}.includes('merchant-admin storefront API') \
                  && {RENDERED}.includes('Opens an empty cart')"
             ),
+            RENDER_WAIT,
         )
         .await;
     browser.screenshot("reference-storefront").await;

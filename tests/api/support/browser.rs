@@ -226,8 +226,14 @@ impl Browser {
     /// Polls the JavaScript expression `cond` until it is true, up to a deadline; on timeout
     /// saves a screenshot named after `what` and fails the test.
     pub async fn wait_for(&self, what: &str, cond: &str) {
+        self.wait_for_within(what, cond, WAIT).await;
+    }
+
+    /// [`Browser::wait_for`] with its own deadline, for pages that take longer to draw
+    /// (the API reference renders a 180-operation document on a busy machine).
+    pub async fn wait_for_within(&self, what: &str, cond: &str, limit: Duration) {
         let js = format!("return Boolean({cond});");
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + limit;
         loop {
             if let Ok(Value::Bool(true)) = self.client.execute(&js, vec![]).await {
                 return;
@@ -235,7 +241,7 @@ impl Browser {
             if Instant::now() > deadline {
                 let shot = self.screenshot(&format!("timeout-{}", slug(what))).await;
                 panic!(
-                    "gave up after {WAIT:?} waiting for {what} ({cond}); screenshot: {}",
+                    "gave up after {limit:?} waiting for {what} ({cond}); screenshot: {}",
                     shot.display()
                 );
             }
