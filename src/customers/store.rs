@@ -13,7 +13,8 @@ const COLUMNS: &str =
     "id, store_id, name, email, phone, addresses, accepts_marketing, orders_count,
                        total_spent_cents, created_at, updated_at, tags";
 
-fn row(r: &Row<'_>) -> rusqlite::Result<CustomerOut> {
+/// A customer from a row of [`COLUMNS`] (marketing's segment lists read the same columns).
+pub fn row(r: &Row<'_>) -> rusqlite::Result<CustomerOut> {
     Ok(CustomerOut {
         id: r.get(0)?,
         store_id: r.get(1)?,

@@ -169,25 +169,9 @@ fn match_params(f: &SegmentFilter) -> Result<MatchParams, AppError> {
     ))
 }
 
+/// The customers area's columns, in the order its row reader takes them.
 const CUSTOMER_COLUMNS: &str = "c.id, c.store_id, c.name, c.email, c.phone, c.addresses,
     c.accepts_marketing, c.orders_count, c.total_spent_cents, c.created_at, c.updated_at, c.tags";
-
-fn customer_row(r: &Row<'_>) -> rusqlite::Result<CustomerOut> {
-    Ok(CustomerOut {
-        id: r.get(0)?,
-        store_id: r.get(1)?,
-        name: r.get(2)?,
-        email: r.get(3)?,
-        phone: r.get(4)?,
-        addresses: crate::db::json_column(r, 5)?,
-        accepts_marketing: r.get(6)?,
-        orders_count: r.get(7)?,
-        total_spent_cents: r.get(8)?,
-        created_at: r.get(9)?,
-        updated_at: r.get(10)?,
-        tags: crate::db::json_column(r, 11)?,
-    })
-}
 
 /// The segment's customers, newest first (the customers list's order and index).
 pub fn segment_customers(
@@ -212,7 +196,7 @@ pub fn segment_customers(
             params![
                 store, tags, min, max, before, since, accepts, false, at, id, offset
             ],
-            customer_row,
+            crate::customers::store::row,
         )?
         .collect::<Result<_, _>>()
         .map_err(Into::into)
