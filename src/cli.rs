@@ -177,6 +177,17 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sockets: u32,
 
+    /// Serve Prometheus metrics at `GET /metrics` on this address, its own listener apart
+    /// from the API's (e.g. 127.0.0.1:9100). Unset: no metrics are kept.
+    #[arg(long, env = "MERCHANT_ADMIN_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// `/readyz` answers 503 once the oldest due background job has waited this many
+    /// seconds (the workers are stuck or cannot keep up).
+    #[arg(long, env = "MERCHANT_ADMIN_READY_MAX_JOB_LAG_SECS", default_value_t = defaults::READY_MAX_JOB_LAG_SECS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub ready_max_job_lag_secs: u32,
+
     /// Number of background job workers.
     #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = defaults::WORKERS)]
     pub workers: usize,

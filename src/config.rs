@@ -49,6 +49,8 @@ pub mod defaults {
     pub const CHECKOUTS_PER_HOUR: u32 = 30;
     /// When unversioned paths were deprecated (RFC 3339).
     pub const DEPRECATION_DATE: &str = "2026-09-29T00:00:00Z";
+    /// Seconds the oldest due job may wait before `/readyz` answers 503.
+    pub const READY_MAX_JOB_LAG_SECS: u32 = 300;
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +70,10 @@ pub struct Config {
     pub shutdown_grace: Duration,
     pub deprecation_date: DateTime<Utc>,
     pub sunset_date: Option<DateTime<Utc>>,
+    /// Where `GET /metrics` is served (`--metrics-addr`); None: no metrics are kept.
+    pub metrics_addr: Option<SocketAddr>,
+    /// `/readyz` answers 503 once the oldest due default-queue job has waited this long.
+    pub ready_max_job_lag: Duration,
     /// How long an `Idempotency-Key` is remembered (spec 8: 24 hours).
     pub idempotency_ttl: chrono::Duration,
     /// Longest pause between two pieces of a request body before the read fails, so a
@@ -259,6 +265,8 @@ impl Config {
             deprecation_date: parse_date("deprecation-date", d::DEPRECATION_DATE)
                 .expect("the default deprecation date is RFC 3339"),
             sunset_date: None,
+            metrics_addr: None,
+            ready_max_job_lag: secs(d::READY_MAX_JOB_LAG_SECS),
             idempotency_ttl: chrono::Duration::hours(24),
             body_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(30),
@@ -307,6 +315,8 @@ impl Config {
             rate_limit_anonymous: a.rate_limit_anonymous,
             trust_proxy: a.trust_proxy,
             public_url: a.public_url.clone(),
+            metrics_addr: a.metrics_addr,
+            ready_max_job_lag: Duration::from_secs(a.ready_max_job_lag_secs.into()),
             workers: a.workers,
             job_lease: Duration::from_secs(a.job_lease_secs.into()),
             cleanup_interval: Duration::from_secs(a.cleanup_interval_secs.into()),

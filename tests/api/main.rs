@@ -27,6 +27,7 @@ mod limits;
 mod logging;
 mod marketing;
 mod members;
+mod metrics;
 mod msgapp;
 mod msgapp_channel;
 mod notifications;
