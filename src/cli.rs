@@ -473,6 +473,10 @@ pub struct BackupArgs {
     pub data: DataDirArgs,
     /// Where to write the copy; must not exist yet.
     pub path: PathBuf,
+    /// Run the full `PRAGMA integrity_check` on the copy (slower on a large database);
+    /// without it, the quicker `quick_check` runs.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 #[derive(Debug, Clone, Args)]
