@@ -188,6 +188,22 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub ready_max_job_lag_secs: u32,
 
+    /// Write a verified backup into this directory every --backup-every, keeping the newest
+    /// --backup-keep (files named merchant-admin-backup-<UTC time>.db; no other file there
+    /// is touched). Unset: no scheduled backups.
+    #[arg(long, env = "MERCHANT_ADMIN_BACKUP_DIR")]
+    pub backup_dir: Option<PathBuf>,
+
+    /// How often the scheduled backup runs, e.g. `6h`, `30m`, `1d` (at least a minute).
+    #[arg(long, env = "MERCHANT_ADMIN_BACKUP_EVERY", default_value = "6h",
+          value_parser = crate::config::parse_backup_every)]
+    pub backup_every: std::time::Duration,
+
+    /// How many scheduled backups to keep; older ones are deleted.
+    #[arg(long, env = "MERCHANT_ADMIN_BACKUP_KEEP", default_value_t = 14,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub backup_keep: u32,
+
     /// Number of background job workers.
     #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = defaults::WORKERS)]
     pub workers: usize,

@@ -74,6 +74,8 @@ pub struct Config {
     pub metrics_addr: Option<SocketAddr>,
     /// `/readyz` answers 503 once the oldest due default-queue job has waited this long.
     pub ready_max_job_lag: Duration,
+    /// Scheduled backups (`--backup-dir`); None: none.
+    pub backups: Option<BackupSchedule>,
     /// How long an `Idempotency-Key` is remembered (spec 8: 24 hours).
     pub idempotency_ttl: chrono::Duration,
     /// Longest pause between two pieces of a request body before the read fails, so a
@@ -233,6 +235,25 @@ impl std::fmt::Debug for PlatformWebhook {
 
 /// The messaging-app provider: `log` writes messages to the `outbound_messages` table (read
 /// them with `merchant-admin dev outbox`); `cloud` calls the messaging app's Cloud API.
+/// `--backup-dir`, `--backup-every`, `--backup-keep`.
+#[derive(Debug, Clone)]
+pub struct BackupSchedule {
+    pub dir: PathBuf,
+    pub every: Duration,
+    pub keep: usize,
+    /// How often the schedule looks whether a backup is due (by the server's clock).
+    pub poll: Duration,
+}
+
+/// `--backup-every`: a human duration of at least a minute.
+pub fn parse_backup_every(v: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(v).map_err(|e| format!("{e} (try 6h, 30m or 1d)"))?;
+    if d < Duration::from_secs(60) {
+        return Err("at least 1m".into());
+    }
+    Ok(d)
+}
+
 #[derive(Clone)]
 pub enum MsgappConfig {
     Log,
@@ -267,6 +288,7 @@ impl Config {
             sunset_date: None,
             metrics_addr: None,
             ready_max_job_lag: secs(d::READY_MAX_JOB_LAG_SECS),
+            backups: None,
             idempotency_ttl: chrono::Duration::hours(24),
             body_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(30),
@@ -317,6 +339,12 @@ impl Config {
             public_url: a.public_url.clone(),
             metrics_addr: a.metrics_addr,
             ready_max_job_lag: Duration::from_secs(a.ready_max_job_lag_secs.into()),
+            backups: a.backup_dir.clone().map(|dir| BackupSchedule {
+                dir,
+                every: a.backup_every,
+                keep: a.backup_keep as usize,
+                poll: Duration::from_secs(10),
+            }),
             workers: a.workers,
             job_lease: Duration::from_secs(a.job_lease_secs.into()),
             cleanup_interval: Duration::from_secs(a.cleanup_interval_secs.into()),

@@ -169,6 +169,7 @@ pub async fn serve_routes(
     }
     tasks.spawn(jobs::scheduler::run(st.clone(), token.clone()));
     tasks.spawn(webhooks::delivery::run(st.clone(), token.clone()));
+    tasks.spawn(system::backups::run(st.clone(), token.clone()));
     tasks.spawn(inbox::sockets::watch(
         st.clone(),
         st.cfg.ws_recheck_poll,

@@ -61,6 +61,8 @@ pub struct Shared {
     pub metrics: Arc<crate::telemetry::Metrics>,
     /// The address `GET /metrics` was bound to, once serving starts.
     pub metrics_bound: Arc<OnceLock<std::net::SocketAddr>>,
+    /// The last scheduled backup's outcome (`--backup-dir`), for `/readyz`.
+    pub backup_status: Arc<std::sync::Mutex<crate::system::backups::BackupStatus>>,
     /// Set once shutdown begins: `/readyz` answers 503 from then on.
     pub shutting_down: Arc<std::sync::atomic::AtomicBool>,
     /// The embedded guides and their search index (`POST /docs/ask`), built at open.
@@ -113,6 +115,7 @@ impl AppState {
             public_url: Arc::new(OnceLock::new()),
             metrics: Arc::new(metrics),
             metrics_bound: Arc::new(OnceLock::new()),
+            backup_status: Arc::default(),
             shutting_down: Arc::default(),
             docs: Arc::new(docs),
             _lock: Arc::new(lock),

@@ -1,6 +1,7 @@
 //! Operational endpoints (issue 2 §4): liveness, readiness and the OpenAPI document.
 //! `/healthz` and `/readyz` live at the root, outside `/v1`, and are never deprecated.
 
+pub mod backups;
 pub mod metrics;
 
 use axum::extract::State;
@@ -52,7 +53,8 @@ async fn healthz() -> Json<HealthOut> {
 
 /// Readiness: the server is not shutting down, the database answers, every migration this
 /// binary carries is applied (another process may be migrating the file), and the oldest due
-/// background job has waited less than `--ready-max-job-lag-secs`. A 503 names each reason
+/// background job has waited less than `--ready-max-job-lag-secs`, and the last scheduled
+/// backup (if any) did not fail. A 503 names each reason
 /// in `details.reasons`.
 #[utoipa::path(get, path = "/readyz", tag = "system",
     responses((status = 200, body = ReadyOut), (status = 503, body = crate::error::ErrorBody)))]
@@ -82,6 +84,14 @@ async fn readyz(State(st): State<AppState>) -> Result<Json<ReadyOut>, AppError> 
     if lag.to_std().is_ok_and(|l| l >= max_lag) {
         reasons.push("job_queue_lagging");
     }
+    let backup = st
+        .backup_status
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    if backup.last_error.is_some() {
+        reasons.push("last_backup_failed");
+    }
     if !reasons.is_empty() {
         return Err(
             AppError::unavailable(format!("not ready: {}", reasons.join(", "))).with_details(
@@ -91,6 +101,9 @@ async fn readyz(State(st): State<AppState>) -> Result<Json<ReadyOut>, AppError> 
                     "expected_schema_version": migrate::latest_version(),
                     "oldest_due_job_secs": lag_secs,
                     "max_job_lag_secs": max_lag.as_secs(),
+                    // The error itself goes to the log only: this route is public, and
+                    // it names paths on the server.
+                    "last_backup_at": backup.last_success.map(crate::time::format),
                 }),
             ),
         );

@@ -6,6 +6,7 @@ mod assistant;
 mod assisted_sale;
 mod at_rest;
 mod attachments;
+mod backups;
 mod billing;
 mod billing_lifecycle;
 mod billing_limits;
