@@ -79,6 +79,11 @@ impl Metrics {
         if !self.enabled() {
             return;
         }
+        // A client may send any token as its method: only the standard ones are labels.
+        let method = match method {
+            "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" => method,
+            _ => "other",
+        };
         let status = status.to_string();
         let labels = [
             ("method", method),

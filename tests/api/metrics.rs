@@ -92,6 +92,14 @@ async fn metrics_count_requests_by_route_template_and_sample_the_queues() {
     app.get(&format!("/v1/stores/{}/nope/123", shop.store))
         .await
         .expect_error(404, "route_not_found");
+    let odd = reqwest::Method::from_bytes(b"BREW").unwrap();
+    let r = app
+        .client
+        .request(odd, app.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
     shop.order(1).await;
     rx.wait_for(1).await;
     enqueue_cleanup(app).await;
@@ -129,6 +137,15 @@ async fn metrics_count_requests_by_route_template_and_sample_the_queues() {
         ),
         Some(1.0)
     );
+    assert_eq!(
+        value(
+            &text,
+            r#"merchant_admin_http_requests_total{method="other",route="/healthz",status="405"}"#
+        ),
+        Some(1.0),
+        "a made-up method is one series, not a label of its own: {text}"
+    );
+    assert!(!text.contains("BREW"));
     assert!(
         !text.contains(&shop.store),
         "no raw path (nor any id) becomes a label"
