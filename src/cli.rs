@@ -177,6 +177,33 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sockets: u32,
 
+    /// Serve Prometheus metrics at `GET /metrics` on this address, its own listener apart
+    /// from the API's (e.g. 127.0.0.1:9100). Unset: no metrics are kept.
+    #[arg(long, env = "MERCHANT_ADMIN_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// `/readyz` answers 503 once the oldest due background job has waited this many
+    /// seconds (the workers are stuck or cannot keep up).
+    #[arg(long, env = "MERCHANT_ADMIN_READY_MAX_JOB_LAG_SECS", default_value_t = defaults::READY_MAX_JOB_LAG_SECS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub ready_max_job_lag_secs: u32,
+
+    /// Write a verified backup into this directory every --backup-every, keeping the newest
+    /// --backup-keep (files named merchant-admin-backup-<UTC time>.db; no other file there
+    /// is touched). Unset: no scheduled backups.
+    #[arg(long, env = "MERCHANT_ADMIN_BACKUP_DIR")]
+    pub backup_dir: Option<PathBuf>,
+
+    /// How often the scheduled backup runs, e.g. `6h`, `30m`, `1d` (at least a minute).
+    #[arg(long, env = "MERCHANT_ADMIN_BACKUP_EVERY", default_value = "6h",
+          value_parser = crate::config::parse_backup_every)]
+    pub backup_every: std::time::Duration,
+
+    /// How many scheduled backups to keep; older ones are deleted.
+    #[arg(long, env = "MERCHANT_ADMIN_BACKUP_KEEP", default_value_t = 14,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub backup_keep: u32,
+
     /// Number of background job workers.
     #[arg(long, env = "MERCHANT_ADMIN_WORKERS", default_value_t = defaults::WORKERS)]
     pub workers: usize,
@@ -462,6 +489,10 @@ pub struct BackupArgs {
     pub data: DataDirArgs,
     /// Where to write the copy; must not exist yet.
     pub path: PathBuf,
+    /// Run the full `PRAGMA integrity_check` on the copy (slower on a large database);
+    /// without it, the quicker `quick_check` runs.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 #[derive(Debug, Clone, Args)]

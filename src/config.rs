@@ -49,6 +49,8 @@ pub mod defaults {
     pub const CHECKOUTS_PER_HOUR: u32 = 30;
     /// When unversioned paths were deprecated (RFC 3339).
     pub const DEPRECATION_DATE: &str = "2026-09-29T00:00:00Z";
+    /// Seconds the oldest due job may wait before `/readyz` answers 503.
+    pub const READY_MAX_JOB_LAG_SECS: u32 = 300;
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +70,12 @@ pub struct Config {
     pub shutdown_grace: Duration,
     pub deprecation_date: DateTime<Utc>,
     pub sunset_date: Option<DateTime<Utc>>,
+    /// Where `GET /metrics` is served (`--metrics-addr`); None: no metrics are kept.
+    pub metrics_addr: Option<SocketAddr>,
+    /// `/readyz` answers 503 once the oldest due default-queue job has waited this long.
+    pub ready_max_job_lag: Duration,
+    /// Scheduled backups (`--backup-dir`); None: none.
+    pub backups: Option<BackupSchedule>,
     /// How long an `Idempotency-Key` is remembered (spec 8: 24 hours).
     pub idempotency_ttl: chrono::Duration,
     /// Longest pause between two pieces of a request body before the read fails, so a
@@ -227,6 +235,25 @@ impl std::fmt::Debug for PlatformWebhook {
 
 /// The messaging-app provider: `log` writes messages to the `outbound_messages` table (read
 /// them with `merchant-admin dev outbox`); `cloud` calls the messaging app's Cloud API.
+/// `--backup-dir`, `--backup-every`, `--backup-keep`.
+#[derive(Debug, Clone)]
+pub struct BackupSchedule {
+    pub dir: PathBuf,
+    pub every: Duration,
+    pub keep: usize,
+    /// How often the schedule looks whether a backup is due (by the server's clock).
+    pub poll: Duration,
+}
+
+/// `--backup-every`: a human duration of at least a minute.
+pub fn parse_backup_every(v: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(v).map_err(|e| format!("{e} (try 6h, 30m or 1d)"))?;
+    if d < Duration::from_secs(60) {
+        return Err("at least 1m".into());
+    }
+    Ok(d)
+}
+
 #[derive(Clone)]
 pub enum MsgappConfig {
     Log,
@@ -259,6 +286,9 @@ impl Config {
             deprecation_date: parse_date("deprecation-date", d::DEPRECATION_DATE)
                 .expect("the default deprecation date is RFC 3339"),
             sunset_date: None,
+            metrics_addr: None,
+            ready_max_job_lag: secs(d::READY_MAX_JOB_LAG_SECS),
+            backups: None,
             idempotency_ttl: chrono::Duration::hours(24),
             body_timeout: Duration::from_secs(30),
             header_read_timeout: Duration::from_secs(30),
@@ -307,6 +337,14 @@ impl Config {
             rate_limit_anonymous: a.rate_limit_anonymous,
             trust_proxy: a.trust_proxy,
             public_url: a.public_url.clone(),
+            metrics_addr: a.metrics_addr,
+            ready_max_job_lag: Duration::from_secs(a.ready_max_job_lag_secs.into()),
+            backups: a.backup_dir.clone().map(|dir| BackupSchedule {
+                dir,
+                every: a.backup_every,
+                keep: a.backup_keep as usize,
+                poll: Duration::from_secs(10),
+            }),
             workers: a.workers,
             job_lease: Duration::from_secs(a.job_lease_secs.into()),
             cleanup_interval: Duration::from_secs(a.cleanup_interval_secs.into()),

@@ -42,6 +42,7 @@ pub mod setup;
 pub mod state;
 pub mod storefront;
 pub mod system;
+pub mod telemetry;
 pub mod tenants;
 pub mod text;
 pub mod threads;
@@ -170,16 +171,32 @@ pub async fn serve_routes(
     }
     tasks.spawn(jobs::scheduler::run(st.clone(), token.clone()));
     tasks.spawn(webhooks::delivery::run(st.clone(), token.clone()));
+    tasks.spawn(system::backups::run(st.clone(), token.clone()));
     tasks.spawn(inbox::sockets::watch(
         st.clone(),
         st.cfg.ws_recheck_poll,
         token.clone(),
     ));
 
+    if let Some(addr) = st.cfg.metrics_addr {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("binding the metrics address {addr}: {e}"))?;
+        let bound = listener.local_addr()?;
+        let _ = st.metrics_bound.set(bound);
+        tracing::info!(addr = %bound, "metrics at /metrics");
+        tasks.spawn(system::metrics::serve(st.clone(), listener, token.clone()));
+    }
+
     let service = from_fn_with_state(st.clone(), versioning::versioning).layer(app(&st, routes));
     let stop = token.clone();
+    let st_stop = st.clone();
     tokio::spawn(async move {
         shutdown.await;
+        // Before anything stops: a load balancer polling /readyz stops sending traffic.
+        st_stop
+            .shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         stop.cancel();
     });
     let bound = listener.local_addr()?;

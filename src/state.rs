@@ -57,6 +57,14 @@ pub struct Shared {
     /// The origin of absolute links: `--public-url`, else set from the listening address
     /// when serving starts.
     pub public_url: Arc<OnceLock<String>>,
+    /// Prometheus series (`--metrics-addr`); a no-op when metrics are off.
+    pub metrics: Arc<crate::telemetry::Metrics>,
+    /// The address `GET /metrics` was bound to, once serving starts.
+    pub metrics_bound: Arc<OnceLock<std::net::SocketAddr>>,
+    /// The last scheduled backup's outcome (`--backup-dir`), for `/readyz`.
+    pub backup_status: Arc<std::sync::Mutex<crate::system::backups::BackupStatus>>,
+    /// Set once shutdown begins: `/readyz` answers 503 from then on.
+    pub shutting_down: Arc<std::sync::atomic::AtomicBool>,
     /// The embedded guides and their search index (`POST /docs/ask`), built at open.
     pub docs: Arc<crate::docs::Docs>,
     /// Held while any part of the server runs, so `restore` cannot swap the file under it.
@@ -81,6 +89,11 @@ impl AppState {
         let webhooks = crate::webhooks::delivery::Dispatcher::new(&cfg);
         let hub = Arc::new(crate::inbox::hub::Hub::new(cfg.max_sockets));
         let docs = crate::docs::Docs::load()?;
+        let metrics = crate::telemetry::Metrics::new(cfg.metrics_addr.is_some());
+        db.observe_waits(
+            metrics.histogram("db_wait_seconds", &[("pool", "read")]),
+            metrics.histogram("db_wait_seconds", &[("pool", "write")]),
+        );
         Ok(Self(Arc::new(Shared {
             db,
             jobs: Arc::new(job_registry()),
@@ -100,6 +113,10 @@ impl AppState {
             openapi_json: Arc::new(OnceLock::new()),
             storefront_openapi_json: Arc::new(OnceLock::new()),
             public_url: Arc::new(OnceLock::new()),
+            metrics: Arc::new(metrics),
+            metrics_bound: Arc::new(OnceLock::new()),
+            backup_status: Arc::default(),
+            shutting_down: Arc::default(),
             docs: Arc::new(docs),
             _lock: Arc::new(lock),
         })))

@@ -38,6 +38,8 @@ pub struct Threads {
     /// Jobs waiting past which new work is refused. The channel holds as many again, kept
     /// for work that finishes what was already begun ([`Threads::run_to_finish`]).
     limit: usize,
+    /// Where each job's wait for a thread is recorded, once metrics are on.
+    wait: std::sync::Arc<std::sync::OnceLock<metrics::Histogram>>,
 }
 
 impl Threads {
@@ -66,7 +68,22 @@ impl Threads {
                 })
                 .expect("the pool's threads start");
         }
-        Self { tx, name, limit }
+        Self {
+            tx,
+            name,
+            limit,
+            wait: std::sync::Arc::default(),
+        }
+    }
+
+    /// Jobs waiting for a thread now.
+    pub fn queued(&self) -> usize {
+        self.tx.len()
+    }
+
+    /// Records each job's wait for a thread in `h` from now on (the first call wins).
+    pub fn observe_wait(&self, h: metrics::Histogram) {
+        let _ = self.wait.set(h);
     }
 
     /// Runs `f` on one of the pool's threads; jobs start in arrival order. Fails at once,
@@ -78,7 +95,7 @@ impl Threads {
         if self.tx.len() >= self.limit {
             return Err(QueueFull(self.name));
         }
-        let (job, rx) = Self::job(f);
+        let (job, rx) = self.job(f);
         match self.tx.try_send(job) {
             Ok(()) => {}
             Err(crossbeam_channel::TrySendError::Full(_)) => return Err(QueueFull(self.name)),
@@ -97,7 +114,7 @@ impl Threads {
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> T {
-        let (mut job, rx) = Self::job(f);
+        let (mut job, rx) = self.job(f);
         loop {
             match self.tx.try_send(job) {
                 Ok(()) => break,
@@ -116,10 +133,15 @@ impl Threads {
     /// `f` wrapped as a queued job that answers on the returned channel (unless its caller
     /// has gone), with its panic caught.
     fn job<T: Send + 'static>(
+        &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> (Job, tokio::sync::oneshot::Receiver<std::thread::Result<T>>) {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let (wait, queued) = (self.wait.clone(), std::time::Instant::now());
         let job: Job = Box::new(move || {
+            if let Some(h) = wait.get() {
+                h.record(queued.elapsed());
+            }
             if tx.is_closed() {
                 return;
             }

@@ -1,7 +1,8 @@
 //! `backup` and `restore` (issue 2 §3).
 //!
-//! A backup is `VACUUM INTO` on a read transaction: a consistent snapshot even while `serve`
-//! writes (WAL readers never block the writer), then `PRAGMA integrity_check` on the copy.
+//! A backup is SQLite's online backup API, in steps, inside one read transaction: a
+//! consistent snapshot even while `serve` writes (WAL readers never block the writer), then
+//! a check of the copy (`integrity_check` with `--verify`, `quick_check` otherwise).
 //! A restore is refused while a server holds the data directory's lock file.
 
 use std::fs::{self, File};
@@ -42,15 +43,64 @@ pub fn lock_data_dir(data_dir: &Path) -> anyhow::Result<DataDirLock> {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct BackupReport {
     pub path: PathBuf,
     pub bytes: u64,
+    /// Database pages copied.
+    pub pages: u64,
     pub duration: Duration,
+    /// Whether the full `PRAGMA integrity_check` ran on the copy and passed (`--verify`);
+    /// without it, the quicker `quick_check` still must pass.
+    pub verified: bool,
+    /// Message attachments in the copy: they live in the database, so they travel with it.
+    pub attachments: i64,
 }
 
-/// Writes a consistent copy of the live database to `dest` and checks it.
+/// How a backup copies: the online backup API in steps of `pages_per_step` pages, with a
+/// `pause` between steps.
+#[derive(Debug, Clone, Copy)]
+pub struct BackupOptions {
+    pub verify: bool,
+    pub pages_per_step: i32,
+    pub pause: Duration,
+}
+
+impl Default for BackupOptions {
+    fn default() -> Self {
+        // 4 MiB a step at the default page size: a step takes a few milliseconds.
+        Self {
+            verify: false,
+            pages_per_step: 1024,
+            pause: Duration::from_millis(1),
+        }
+    }
+}
+
+/// Pages copied so far of the total (the total may grow while the copy runs).
+#[derive(Debug, Clone, Copy)]
+pub struct Copied {
+    pub done: u64,
+    pub total: u64,
+}
+
+/// Writes a consistent copy of the live database to `dest` and checks it (see
+/// [`backup_with`]).
 pub fn backup(data_dir: &Path, dest: &Path) -> anyhow::Result<BackupReport> {
+    backup_with(data_dir, dest, BackupOptions::default(), &mut |_| {})
+}
+
+/// Writes a consistent copy of the live database to `dest` with SQLite's online backup API,
+/// `opts.pages_per_step` pages at a time, calling `progress` after each step; then checks
+/// the copy. The source is read inside one read transaction, so the copy is the snapshot of
+/// when it began and never restarts when a writer commits; in WAL mode that reader does not
+/// block writers (it only holds the checkpoint back until it ends).
+pub fn backup_with(
+    data_dir: &Path,
+    dest: &Path,
+    opts: BackupOptions,
+    progress: &mut dyn FnMut(Copied),
+) -> anyhow::Result<BackupReport> {
     let started = Instant::now();
     let src = db_path(data_dir);
     if !src.exists() {
@@ -59,28 +109,98 @@ pub fn backup(data_dir: &Path, dest: &Path) -> anyhow::Result<BackupReport> {
     if dest.exists() {
         bail!("{} already exists; choose a new path", dest.display());
     }
-    let dest_str = dest
-        .to_str()
-        .with_context(|| format!("{} is not valid UTF-8", dest.display()))?;
-
-    // VACUUM INTO fills an empty file: making it first is what gives the copy mode 0600
-    // (SQLite would create it 0644), and create_new refuses a file that appeared since.
+    // Making the file first is what gives the copy mode 0600 (SQLite would create it 0644),
+    // and create_new refuses a file that appeared since.
     create_private(dest).with_context(|| format!("writing the copy to {}", dest.display()))?;
-    let conn = Connection::open_with_flags(&src, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    conn.busy_timeout(Duration::from_secs(10))?;
-    if let Err(e) = conn.execute("VACUUM INTO ?1", [dest_str]) {
-        let _ = fs::remove_file(dest); // never leave a partial copy behind
-        return Err(e).with_context(|| format!("writing the copy to {}", dest.display()));
-    }
-    if let Err(e) = check_integrity(dest) {
-        let _ = fs::remove_file(dest);
-        return Err(e);
-    }
+    let copied = copy_online(&src, dest, opts, progress)
+        .with_context(|| format!("writing the copy to {}", dest.display()))
+        .and_then(|pages| {
+            let attachments = check_copy(dest, opts.verify)?;
+            Ok((pages, attachments))
+        });
+    let (pages, attachments) = match copied {
+        Ok(c) => c,
+        Err(e) => {
+            // Never leave a partial or damaged copy behind.
+            for p in [dest.to_path_buf(), dest.with_extension("db-journal")] {
+                let _ = fs::remove_file(p);
+            }
+            return Err(e);
+        }
+    };
     let bytes = fs::metadata(dest)?.len();
     Ok(BackupReport {
         path: dest.to_path_buf(),
         bytes,
+        pages,
         duration: started.elapsed(),
+        verified: opts.verify,
+        attachments,
+    })
+}
+
+/// The stepped copy; the pages copied.
+fn copy_online(
+    src: &Path,
+    dest: &Path,
+    opts: BackupOptions,
+    progress: &mut dyn FnMut(Copied),
+) -> anyhow::Result<u64> {
+    use rusqlite::backup::{Backup, StepResult};
+    let from = Connection::open_with_flags(src, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    from.busy_timeout(Duration::from_secs(10))?;
+    // The snapshot: a read transaction held for the whole copy.
+    from.execute_batch("BEGIN")?;
+    from.query_row("SELECT COUNT(*) FROM sqlite_schema", [], |_| Ok(()))?;
+    let mut to = Connection::open(dest)?;
+    {
+        let b = Backup::new(&from, &mut to)?;
+        loop {
+            let step = b.step(opts.pages_per_step.max(1))?;
+            let p = b.progress();
+            let total = u64::try_from(p.pagecount).unwrap_or(0);
+            let left = u64::try_from(p.remaining).unwrap_or(0);
+            progress(Copied {
+                done: total.saturating_sub(left),
+                total,
+            });
+            // More, or Busy/Locked: a step's lock was not had; either way, pause and go on.
+            if matches!(step, StepResult::Done) {
+                break;
+            }
+            std::thread::sleep(opts.pause);
+        }
+    }
+    from.execute_batch("COMMIT")?;
+    // The copy carries the source's WAL flag; a backup file stands alone, with no -wal.
+    to.pragma_update(None, "journal_mode", "DELETE")?;
+    let pages: i64 = to.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+    drop(to);
+    Ok(u64::try_from(pages).unwrap_or(0))
+}
+
+/// Checks a fresh copy: `integrity_check` when `full`, `quick_check` otherwise. Returns the
+/// number of message attachments it holds.
+fn check_copy(path: &Path, full: bool) -> anyhow::Result<i64> {
+    if full {
+        check_integrity(path)?;
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    if !full {
+        let result: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        if result != "ok" {
+            bail!("quick check of {} failed: {result}", path.display());
+        }
+    }
+    let has_table: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'message_attachments')",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(if has_table {
+        conn.query_row("SELECT COUNT(*) FROM message_attachments", [], |r| r.get(0))?
+    } else {
+        0
     })
 }
 

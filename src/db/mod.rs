@@ -291,6 +291,17 @@ impl Db {
         Ok(())
     }
 
+    /// Reads and writes waiting for a database thread now.
+    pub fn queue_depths(&self) -> (usize, usize) {
+        (self.read_threads.queued(), self.write_thread.queued())
+    }
+
+    /// Records every read's and write's wait for a database thread from now on.
+    pub fn observe_waits(&self, read: metrics::Histogram, write: metrics::Histogram) {
+        self.read_threads.observe_wait(read);
+        self.write_thread.observe_wait(write);
+    }
+
     /// Wakes job workers after a commit that enqueued a job.
     pub fn jobs_ready(&self) -> &Arc<Notify> {
         &self.jobs_ready

@@ -143,7 +143,11 @@ pub async fn trace(State(st): State<AppState>, mut req: Request, next: Next) -> 
     }
 
     let status = res.status().as_u16();
-    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let took = started.elapsed();
+    // A path no route matched is counted as one series, never by its raw text.
+    let template = if route == "-" { "unmatched" } else { &route };
+    st.metrics.request(method.as_str(), template, status, took);
+    let duration_ms = took.as_secs_f64() * 1000.0;
     // The line itself stands outside the span so its fields are not printed twice.
     let route = route.as_str();
     if let Some(ErrorSource(source)) = res.extensions().get::<ErrorSource>() {

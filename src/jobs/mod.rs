@@ -173,3 +173,65 @@ mod tests {
         );
     }
 }
+
+/// One kind's jobs as the metrics see them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KindStats {
+    pub kind: String,
+    pub queue: String,
+    /// Waiting, due or not.
+    pub queued: i64,
+    pub running: i64,
+    /// How long the oldest due job has waited past its `run_at`; zero when none is due.
+    pub oldest_due: chrono::Duration,
+}
+
+/// Waiting and running jobs by kind, and how late the oldest due one is. A scan of the
+/// waiting and running rows only (the partial indexes hold just those): a backlog is what
+/// this is meant to show, and it stays cheap while there is none.
+pub fn stats(c: &rusqlite::Connection, now: DateTime<Utc>) -> Result<Vec<KindStats>, AppError> {
+    let mut st = c.prepare_cached(
+        "SELECT kind, queue,
+                SUM(state = 'queued'), SUM(state = 'running'),
+                MIN(CASE WHEN state = 'queued' AND run_at <= ?1 THEN run_at END)
+         FROM jobs WHERE state IN ('queued', 'running')
+         GROUP BY kind, queue ORDER BY kind, queue",
+    )?;
+    let rows = st.query_map(params![time::format(now)], |r| {
+        let due: Option<String> = r.get(4)?;
+        Ok(KindStats {
+            kind: r.get(0)?,
+            queue: r.get(1)?,
+            queued: r.get(2)?,
+            running: r.get(3)?,
+            oldest_due: due
+                .as_deref()
+                .and_then(time::parse)
+                .map_or(chrono::Duration::zero(), |d| {
+                    (now - d).max(chrono::Duration::zero())
+                }),
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// How long the oldest due job of the default queue has waited past its `run_at` (zero
+/// when none is due): what `/readyz` holds against `--ready-max-job-lag-secs`.
+pub fn default_queue_lag(
+    c: &rusqlite::Connection,
+    now: DateTime<Utc>,
+) -> Result<chrono::Duration, AppError> {
+    // The claim index (queue, lane, run_at) gives the oldest per lane.
+    let due: Option<String> = c
+        .prepare_cached(
+            "SELECT MIN(run_at) FROM jobs
+             WHERE queue = ?1 AND state = 'queued' AND run_at <= ?2",
+        )?
+        .query_row(params![DEFAULT_QUEUE, time::format(now)], |r| r.get(0))?;
+    Ok(due
+        .as_deref()
+        .and_then(time::parse)
+        .map_or(chrono::Duration::zero(), |d| {
+            (now - d).max(chrono::Duration::zero())
+        }))
+}

@@ -489,10 +489,30 @@ async fn backup_while_serving_and_writing_passes_integrity_check() {
     stop.store(true, Ordering::SeqCst);
     writer.await.unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    // Not a terminal: one JSON summary line, no progress bar.
     let said = stdout(&out);
-    assert!(
-        said.contains("bytes") && said.contains("ms") && said.contains("integrity check ok"),
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    let summary: serde_json::Value = serde_json::from_str(said.trim()).unwrap();
+    assert_eq!(summary["path"], dest.to_str().unwrap());
+    assert_eq!(
+        summary["bytes"],
+        std::fs::metadata(&dest).unwrap().len(),
         "{said}"
+    );
+    assert!(summary["pages"].as_u64().unwrap() > 0, "{said}");
+    assert!(summary["seconds"].as_f64().unwrap() >= 0.0, "{said}");
+    assert_eq!(
+        summary["verified"], false,
+        "quick_check only, without --verify"
+    );
+    assert_eq!(summary["attachments"], 0);
+    assert!(
+        !stderr(&out).contains('\r'),
+        "no progress bar when stderr is not a terminal"
+    );
+    assert!(
+        !dest.with_extension("db-wal").exists(),
+        "the copy stands alone, out of WAL mode"
     );
     assert!(
         after > before,
@@ -751,8 +771,14 @@ async fn a_restored_backup_serves_every_message_attachment() {
         .map(|a| a["path"].as_str().unwrap().to_owned())
         .collect();
     let backup = app.data_dir.path().join("with-files.db");
-    let out = run(&["backup", backup.to_str().unwrap()], app.data_dir.path());
+    let out = run(
+        &["backup", backup.to_str().unwrap(), "--verify"],
+        app.data_dir.path(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(summary["attachments"], 2, "the files travel in the copy");
+    assert_eq!(summary["verified"], true, "--verify ran integrity_check");
     let (stopped, old) = app.stop().await;
     stopped.unwrap();
 

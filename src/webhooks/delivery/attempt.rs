@@ -136,6 +136,14 @@ async fn attempt(st: &AppState, c: Claimed) -> Result<(), AppError> {
     let now = st.clock.now();
     let retry_at = (!outcome.succeeded() && !refused && c.attempts < c.max_attempts)
         .then(|| now + backoff(st.cfg.webhook_retry_base, c.attempts));
+    let label = match (outcome.succeeded(), refused) {
+        (true, _) => "delivered",
+        (false, true) => "refused",
+        (false, false) => "failed",
+    };
+    st.metrics
+        .counter("webhook_attempts_total", &[("outcome", label)])
+        .increment(1);
     if outcome.succeeded() {
         tracing::debug!(%event_id, status = outcome.status, "webhook delivered");
     } else {
