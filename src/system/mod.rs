@@ -50,7 +50,7 @@ async fn healthz() -> Json<HealthOut> {
 
 /// Readiness: the database answers and every migration this binary carries is applied.
 #[utoipa::path(get, path = "/readyz", tag = "system",
-    responses((status = 200, body = ReadyOut), (status = 503, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = ReadyOut), (status = 503, body = crate::error::ErrorBody, description = "`service_unavailable`: the database does not answer or migrations are pending")))]
 async fn readyz(State(st): State<AppState>) -> Result<Json<ReadyOut>, AppError> {
     let applied = st
         .db
