@@ -157,6 +157,7 @@ pub fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
         name_error_codes(op, method, &codes);
     }
     name_unions(&mut doc);
+    drop_object_defaults(&mut doc);
     add_links(&mut doc, &ops);
     doc
 }
@@ -201,10 +202,21 @@ fn error_response(description: &str) -> Value {
     })
 }
 
-/// An operation that needs a credential can answer 401 (none or a bad one), 403 (a
-/// credential without the permission) and, like every operation, 429 (over budget).
+/// The error responses an operation can answer whatever it does: 401 (no or a bad
+/// credential) and 403 (a credential without the permission) where it needs one; 400 (a
+/// malformed body, a bad `Idempotency-Key`, a bad `limit` or `cursor`) and 422 (a field or
+/// parameter out of bounds, a reused `Idempotency-Key`) where it takes input; 404 where
+/// a path names something; 429 (over budget) everywhere.
 fn add_common_errors(op: &mut Value, method: &str) {
     let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
+    let params = op["parameters"].as_array().cloned().unwrap_or_default();
+    let in_path = params.iter().any(|p| p["in"] == "path");
+    let in_query = params.iter().any(|p| p["in"] == "query");
+    let paged = params
+        .iter()
+        .any(|p| p["name"] == "cursor" || p["name"] == "limit");
+    let body = op["requestBody"].is_object();
+    let post = method == "post";
     let Some(responses) = op["responses"].as_object_mut() else {
         return;
     };
@@ -217,11 +229,16 @@ fn add_common_errors(op: &mut Value, method: &str) {
         add("401");
         add("403");
     }
-    add("429");
-    // A bad `Idempotency-Key` (empty, over 255 characters) is 400 on any POST.
-    if method == "post" {
+    if post || body || paged {
         add("400");
     }
+    if post || body || in_query {
+        add("422");
+    }
+    if in_path {
+        add("404");
+    }
+    add("429");
 }
 
 /// Spec 8: every POST takes an optional `Idempotency-Key`.
@@ -374,6 +391,28 @@ fn backtick_codes(text: &str, codes: &BTreeSet<String>) -> (String, Vec<String>)
     }
     flush(&mut word, &mut out, &mut named, in_code);
     (out, named)
+}
+
+/// A struct under `#[serde(default)]` gives each field a `default`, nested objects included.
+/// A nested object's default is what its own schema's defaults already say, and client
+/// generators refuse a `default` on a reference: it is dropped there.
+fn drop_object_defaults(doc: &mut Value) {
+    let Some(schemas) = doc["components"]["schemas"].as_object_mut() else {
+        return;
+    };
+    for schema in schemas.values_mut() {
+        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for prop in props.values_mut() {
+            let is_ref = prop.get("$ref").is_some()
+                || prop.get("oneOf").is_some()
+                || prop.get("allOf").is_some();
+            if is_ref && let Some(p) = prop.as_object_mut() {
+                p.remove("default");
+            }
+        }
+    }
 }
 
 /// A `oneOf` of inline `allOf`s told apart by one single-valued enum property (what utoipa

@@ -350,3 +350,35 @@ async fn creates_link_to_what_they_created() {
         assert!(to_id, "{link}");
     }
 }
+
+/// Schemas say what the wire carries and what the handlers enforce: enum values are the
+/// snake_case texts sent, and input strings carry the handlers' length limits.
+#[tokio::test]
+async fn schemas_carry_wire_values_and_input_limits() {
+    let docs = both_documents().await;
+    let schemas = &docs[0].1["components"]["schemas"];
+    assert_eq!(
+        schemas["PageStatus"]["enum"],
+        serde_json::json!(["draft", "published"])
+    );
+    assert!(
+        schemas["ChannelKind"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("storefront_chat")),
+        "{}",
+        schemas["ChannelKind"]
+    );
+    let title = &schemas["ProductIn"]["properties"]["title"];
+    assert_eq!(title["minLength"], 1, "{title}");
+    assert_eq!(title["maxLength"], 255, "{title}");
+    let rating = &schemas["ReviewIn"]["properties"]["rating"];
+    assert_eq!(
+        (rating["minimum"].as_f64(), rating["maximum"].as_f64()),
+        (Some(1.0), Some(5.0)),
+        "{rating}"
+    );
+    // Billing's subscription and a webhook's subscription are two schemas, not one.
+    assert!(schemas["SubscriptionOut"]["properties"]["plan_code"].is_object());
+    assert!(schemas["WebhookSubscriptionOut"]["properties"]["webhook_id"].is_object());
+}
