@@ -271,7 +271,12 @@ fn generic_codes(status: &str, method: &str, op: &Value) -> Vec<&'static str> {
         .as_array()
         .is_some_and(|ps| ps.iter().any(|p| p["name"] == "cursor"));
     match status {
-        "400" if paged => vec!["bad_request", "invalid_cursor", "invalid_limit"],
+        "400" if paged => vec![
+            "bad_request",
+            "invalid_cursor",
+            "invalid_limit",
+            "invalid_offset",
+        ],
         "400" => vec!["bad_request"],
         "401" if op["security"].is_array() => vec!["unauthorized"],
         "403" if op["security"].is_array() => vec!["missing_permission"],

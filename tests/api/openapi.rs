@@ -381,4 +381,39 @@ async fn schemas_carry_wire_values_and_input_limits() {
     // Billing's subscription and a webhook's subscription are two schemas, not one.
     assert!(schemas["SubscriptionOut"]["properties"]["plan_code"].is_object());
     assert!(schemas["WebhookSubscriptionOut"]["properties"]["webhook_id"].is_object());
+    // The assistant's message roles and the store roles, likewise.
+    let roles = |name: &str| {
+        schemas[name]["enum"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        roles("Role").contains(&serde_json::json!("owner")),
+        "{}",
+        schemas["Role"]
+    );
+    assert!(
+        roles("MessageRole").contains(&serde_json::json!("user")),
+        "{}",
+        schemas["MessageRole"]
+    );
+    let limit = doc_param(&docs[0].1, "/stores/{store_id}/orders", "limit");
+    assert_eq!(
+        (
+            limit["schema"]["minimum"].as_u64(),
+            limit["schema"]["maximum"].as_u64()
+        ),
+        (Some(1), Some(200)),
+        "{limit}"
+    );
+}
+
+/// A GET operation's parameter by name.
+fn doc_param(doc: &serde_json::Value, path: &str, name: &str) -> serde_json::Value {
+    doc["paths"][path]["get"]["parameters"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("GET {path} has {name}"))
 }
