@@ -136,7 +136,8 @@ pub struct AgentQuery {
     responses((status = 101, description = "Switched to the WebSocket protocol"),
               (status = 400, body = ErrorBody, description = "store_id_required"),
               (status = 401, body = ErrorBody, description = "unauthorized or invalid_ticket"),
-              (status = 403, body = ErrorBody, description = "missing_permission")))]
+              (status = 403, body = ErrorBody, description = "missing_permission"),
+              (status = 404, body = ErrorBody, description = "not_found: no such store")))]
 pub async fn agent_socket(
     State(st): State<AppState>,
     MaybePrincipal(principal): MaybePrincipal,
