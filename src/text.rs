@@ -33,9 +33,10 @@ pub fn slugify(name: &str) -> String {
 /// reads as an error, never as a default.
 #[macro_export]
 macro_rules! text_enum {
-    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),* $(,)? }) => {
-        $(#[$meta])*
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:tt),* $(,)? }) => {
+        // The caller's attributes after the derive, so they may be its helpers (`#[schema(as = ..)]`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+        $(#[$meta])*
         pub enum $name {
             $($(#[$vmeta])* #[serde(rename = $text)] $variant),*
         }

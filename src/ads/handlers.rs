@@ -221,7 +221,7 @@ pub async fn put_settings(
 #[utoipa::path(post, path = "/stores/{store_id}/ads/sync", tag = "ads",
     security(("bearer" = [])), params(("store_id" = StoreId, Path)),
     responses((status = 200, body = SyncOut), (status = 403, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 502, body = ErrorBody),
+              (status = 409, body = ErrorBody, description = "`conflict`: the ad network is not configured"), (status = 502, body = ErrorBody, description = "`adnet_sync_failed`"),
               (status = 503, body = ErrorBody)))]
 pub async fn sync_now(
     State(st): State<AppState>,

@@ -9,6 +9,7 @@ use crate::ids::{ApiTokenId, UserId};
 #[serde(deny_unknown_fields)]
 pub struct TokenIn {
     /// A label, recorded in the audit trail next to the issuing user.
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: String,
     /// Permission codes, or `["*"]` for everything the issuing user can do in the store.
     pub scopes: Vec<String>,

@@ -485,8 +485,8 @@ async fn decide_in(
     responses((status = 200, content_type = "text/event-stream"),
               (status = 402, body = ErrorBody, description = "subscription_inactive"),
               (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 428, body = ErrorBody),
-              (status = 503, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`assistant_busy` (another turn of the conversation runs) or `conflict` (the write no longer applies)"), (status = 428, body = ErrorBody, description = "`confirmation_required`: a risky proposal needs `confirmed=true`"),
+              (status = 503, body = ErrorBody, description = "`assistant_unavailable`: no model is configured")))]
 pub async fn approve(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -504,8 +504,8 @@ pub async fn approve(
     params(("store_id" = StoreId, Path), ("proposal_id" = ProposalId, Path)),
     responses((status = 200, content_type = "text/event-stream"),
               (status = 402, body = ErrorBody, description = "subscription_inactive"),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-              (status = 503, body = ErrorBody)))]
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`assistant_busy`"),
+              (status = 503, body = ErrorBody, description = "`assistant_unavailable`")))]
 pub async fn decline(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -536,8 +536,8 @@ async fn proposal_scope(
     responses((status = 200, content_type = "text/event-stream"),
               (status = 402, body = ErrorBody, description = "subscription_inactive"),
               (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 428, body = ErrorBody),
-              (status = 503, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`assistant_busy` (another turn of the conversation runs) or `conflict` (the write no longer applies)"), (status = 428, body = ErrorBody, description = "`confirmation_required`: a risky proposal needs `confirmed=true`"),
+              (status = 503, body = ErrorBody, description = "`assistant_unavailable`: no model is configured")))]
 pub async fn approve_unscoped(
     State(st): State<AppState>,
     principal: Principal,
@@ -555,8 +555,8 @@ pub async fn approve_unscoped(
     security(("bearer" = [])), params(("proposal_id" = ProposalId, Path)),
     responses((status = 200, content_type = "text/event-stream"),
               (status = 402, body = ErrorBody, description = "subscription_inactive"),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-              (status = 503, body = ErrorBody)))]
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`assistant_busy`"),
+              (status = 503, body = ErrorBody, description = "`assistant_unavailable`")))]
 pub async fn decline_unscoped(
     State(st): State<AppState>,
     principal: Principal,
@@ -602,7 +602,7 @@ pub async fn list_actions(
     tag = "assistant", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("action_id" = ActionId, Path)),
     responses((status = 200, body = ActionOut), (status = 403, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`action_already_undone` or `conflict` (changed since)"),
               (status = 422, body = ErrorBody)))]
 pub async fn undo_action(
     State(st): State<AppState>,

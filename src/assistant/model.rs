@@ -11,6 +11,8 @@ use crate::text_enum;
 text_enum! {
     /// Who wrote a transcript message. `decision` records the user approving or declining a
     /// proposal (the model is told).
+    // Named apart from the store roles' `Role` in the document.
+    #[schema(as = MessageRole)]
     pub enum Role {
         User = "user",
         Assistant = "assistant",

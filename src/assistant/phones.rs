@@ -108,7 +108,7 @@ pub async fn start_phone(
 /// burned or never sent.
 #[utoipa::path(post, path = "/stores/{store_id}/assistant/phones/verify", tag = "assistant",
     security(("bearer" = [])), params(("store_id" = StoreId, Path)), request_body = PhoneVerifyIn,
-    responses((status = 200, body = PhoneOut), (status = 409, body = ErrorBody),
+    responses((status = 200, body = PhoneOut), (status = 409, body = ErrorBody, description = "`conflict`"),
               (status = 422, body = ErrorBody)))]
 pub async fn verify_phone(
     State(st): State<AppState>,

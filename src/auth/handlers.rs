@@ -27,7 +27,7 @@ use crate::webhooks;
 
 /// Creates an account. It has no stores and is not signed in.
 #[utoipa::path(post, path = "/auth/register", tag = "auth", request_body = RegisterIn,
-    responses((status = 201, body = UserOut), (status = 409, body = crate::error::ErrorBody),
+    responses((status = 201, body = UserOut), (status = 409, body = crate::error::ErrorBody, description = "`email_taken`"),
               (status = 422, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
 pub async fn register(
     State(st): State<AppState>,
@@ -69,8 +69,8 @@ pub async fn register(
 
 /// Signs in with e-mail and password.
 #[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginIn,
-    responses((status = 200, body = LoginOut), (status = 401, body = crate::error::ErrorBody),
-              (status = 403, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = LoginOut), (status = 401, body = crate::error::ErrorBody, description = "`invalid_credentials`"),
+              (status = 403, body = crate::error::ErrorBody, description = "`account_disabled`"), (status = 429, body = crate::error::ErrorBody)))]
 pub async fn login(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,
@@ -138,7 +138,7 @@ pub async fn login(
 /// Trades a refresh token for a new pair (spec 3: first use rotates; a retry within 30 s
 /// whose replacement is unused gets a fresh pair; any other reuse ends the session).
 #[utoipa::path(post, path = "/auth/refresh", tag = "auth", request_body = RefreshIn,
-    responses((status = 200, body = SessionOut), (status = 401, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = SessionOut), (status = 401, body = crate::error::ErrorBody, description = "`invalid_refresh_token` or `refresh_token_reused`")))]
 pub async fn refresh(
     State(st): State<AppState>,
     Json(input): Json<RefreshIn>,

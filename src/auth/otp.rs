@@ -85,9 +85,9 @@ fn owner_of(challenge_id: Option<&str>) -> CodeOwner<'_> {
     request_body = MsgappEnableIn,
     responses((status = 200, body = CodeSentOut),
               (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::error::ErrorBody),
-              (status = 409, body = crate::error::ErrorBody),
+              (status = 409, body = crate::error::ErrorBody, description = "`conflict`"),
               (status = 422, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody),
-              (status = 502, body = crate::error::ErrorBody)))]
+              (status = 502, body = crate::error::ErrorBody, description = "`otp_delivery_failed`")))]
 pub async fn msgapp_enable(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -169,8 +169,8 @@ pub async fn msgapp_disable(
 /// code; only the newest is accepted.
 #[utoipa::path(post, path = "/auth/otp/send", tag = "auth", request_body = ChallengeIn,
     responses((status = 200, body = CodeSentOut), (status = 400, body = crate::error::ErrorBody),
-              (status = 401, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody),
-              (status = 502, body = crate::error::ErrorBody)))]
+              (status = 401, body = crate::error::ErrorBody, description = "`invalid_challenge`"), (status = 429, body = crate::error::ErrorBody),
+              (status = 502, body = crate::error::ErrorBody, description = "`otp_delivery_failed`")))]
 pub async fn otp_send(
     State(st): State<AppState>,
     Json(input): Json<ChallengeIn>,
@@ -228,7 +228,7 @@ fn too_many_attempts() -> AppError {
 /// Finishes a sign-in with the code sent over the messaging app.
 #[utoipa::path(post, path = "/auth/otp/verify", tag = "auth", request_body = OtpVerifyIn,
     responses((status = 200, body = SessionOut), (status = 400, body = crate::error::ErrorBody),
-              (status = 401, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody),
+              (status = 401, body = crate::error::ErrorBody, description = "`invalid_challenge` or `invalid_code`"), (status = 403, body = crate::error::ErrorBody, description = "`account_disabled`"),
               (status = 429, body = crate::error::ErrorBody)))]
 pub async fn otp_verify(
     State(st): State<AppState>,

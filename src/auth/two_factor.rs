@@ -36,7 +36,7 @@ fn totp_already_enabled() -> AppError {
 
 /// Starts TOTP setup: a new pending secret (replacing any earlier one) to scan.
 #[utoipa::path(get, path = "/me/2fa/totp/setup", tag = "me", security(("bearer" = [])),
-    responses((status = 200, body = TotpSetupOut), (status = 409, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = TotpSetupOut), (status = 409, body = crate::error::ErrorBody, description = "`totp_already_enabled`")))]
 pub async fn totp_setup(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -65,7 +65,7 @@ pub async fn totp_setup(
     request_body = TotpCodeIn,
     responses((status = 204, description = "Enabled"),
               (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::error::ErrorBody),
-              (status = 409, body = crate::error::ErrorBody),
+              (status = 409, body = crate::error::ErrorBody, description = "`totp_already_enabled`"),
               (status = 422, body = crate::error::ErrorBody)))]
 pub async fn totp_enable(
     State(st): State<AppState>,
@@ -155,7 +155,7 @@ fn normalize_recovery(code: &str) -> String {
     request_body(content = Option<ReauthIn>, description = "Optional: the password, when the session signed in over 10 minutes ago"),
     responses((status = 200, body = RecoveryCodesOut),
               (status = 401, description = "`reauthentication_required`: signed in over 10 minutes ago and no (right) `password`", body = crate::error::ErrorBody),
-              (status = 409, body = crate::error::ErrorBody)))]
+              (status = 409, body = crate::error::ErrorBody, description = "`conflict`: no second factor is on")))]
 pub async fn regenerate_recovery_codes(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -291,7 +291,7 @@ pub(super) fn invalid_code() -> AppError {
 /// Finishes a sign-in with a code from the authenticator app.
 #[utoipa::path(post, path = "/auth/2fa/totp/verify", tag = "auth", request_body = TotpVerifyIn,
     responses((status = 200, body = SessionOut), (status = 400, body = crate::error::ErrorBody),
-              (status = 401, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody),
+              (status = 401, body = crate::error::ErrorBody, description = "`invalid_challenge` or `invalid_code`"), (status = 403, body = crate::error::ErrorBody, description = "`account_disabled`"),
               (status = 429, body = crate::error::ErrorBody)))]
 pub async fn verify_totp(
     State(st): State<AppState>,
@@ -316,8 +316,8 @@ pub async fn verify_totp(
 
 /// Finishes a sign-in with a single-use recovery code.
 #[utoipa::path(post, path = "/auth/2fa/recovery/verify", tag = "auth", request_body = RecoveryVerifyIn,
-    responses((status = 200, body = SessionOut), (status = 401, body = crate::error::ErrorBody),
-              (status = 403, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = SessionOut), (status = 401, body = crate::error::ErrorBody, description = "`invalid_challenge` or `invalid_code`"),
+              (status = 403, body = crate::error::ErrorBody, description = "`account_disabled`"), (status = 429, body = crate::error::ErrorBody)))]
 pub async fn verify_recovery(
     State(st): State<AppState>,
     Json(input): Json<RecoveryVerifyIn>,

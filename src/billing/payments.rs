@@ -180,9 +180,9 @@ pub fn settle(
     params(("X-Signature" = String, Header,
             description = "hex HMAC-SHA256 of the raw body, keyed with --pix-webhook-secret")),
     request_body = PixPayment,
-    responses((status = 200, body = InvoiceOut), (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-              (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = InvoiceOut), (status = 401, body = ErrorBody, description = "`unauthorized`: the signature does not match"),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`conflict`: the invoice was voided"),
+              (status = 422, body = ErrorBody), (status = 503, body = ErrorBody, description = "`service_unavailable`: no webhook secret is configured")))]
 pub async fn pix_webhook(
     State(st): State<AppState>,
     headers: HeaderMap,

@@ -392,7 +392,7 @@ pub async fn update_subscription(
 #[utoipa::path(post, path = "/tenants/{tenant_id}/subscription/cancel", tag = "billing",
     security(("bearer" = [])), params(("tenant_id" = TenantId, Path)),
     responses((status = 200, body = SubscriptionOut), (status = 403, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`conflict`")))]
 pub async fn cancel_subscription(
     State(st): State<AppState>,
     p: Principal,
@@ -423,7 +423,7 @@ pub async fn cancel_subscription(
 #[utoipa::path(post, path = "/tenants/{tenant_id}/subscription/resume", tag = "billing",
     security(("bearer" = [])), params(("tenant_id" = TenantId, Path)),
     responses((status = 200, body = SubscriptionOut), (status = 403, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`conflict`")))]
 pub async fn resume_subscription(
     State(st): State<AppState>,
     p: Principal,
@@ -453,7 +453,7 @@ pub async fn resume_subscription(
 #[utoipa::path(post, path = "/tenants/{tenant_id}/subscription/pay", tag = "billing",
     security(("bearer" = [])), params(("tenant_id" = TenantId, Path)),
     responses((status = 200, body = super::invoices::InvoiceOut), (status = 403, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`conflict`"),
               (status = 503, body = ErrorBody, description = "no Pix key is configured")))]
 pub async fn pay_subscription(
     State(st): State<AppState>,

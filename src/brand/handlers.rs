@@ -92,7 +92,7 @@ pub async fn restore_brand_version(
     security(("bearer" = [])), params(("store_id" = StoreId, Path)), request_body = GenerateIn,
     responses((status = 201, body = ProposalOut), (status = 403, body = ErrorBody),
               (status = 422, body = ErrorBody), (status = 429, body = ErrorBody),
-              (status = 502, body = ErrorBody), (status = 503, body = ErrorBody)))]
+              (status = 502, body = ErrorBody, description = "`model_answer_invalid`"), (status = 503, body = ErrorBody, description = "`assistant_unavailable`")))]
 pub async fn generate_brand_system(
     State(st): State<AppState>,
     scope: StoreScope,

@@ -9,6 +9,12 @@ use utoipa::ToSchema;
 /// Any JSON values: the spec does not fix the elements' shape.
 pub type Items = Vec<Value>;
 
+/// The schema of [`Items`]: an array of anything (utoipa would say objects).
+fn any_items() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{Array, ObjectBuilder, SchemaType};
+    Array::new(ObjectBuilder::new().schema_type(SchemaType::AnyValue))
+}
+
 /// A nullable field that must still be sent (serde would take a missing `Option` as null).
 fn nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Option::<String>::deserialize(d)
@@ -19,9 +25,11 @@ fn nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D:
 pub struct BrandSystem {
     pub assets: Assets,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub changelog: Items,
     pub colors: Colors,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub components: Items,
     pub effects: Effects,
     pub email: Email,
@@ -32,12 +40,15 @@ pub struct BrandSystem {
     pub identity: Identity,
     pub imagery: Imagery,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub open_questions: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub radii: Items,
     /// The shape's version: 1.
     pub schema_version: i32,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub sources: Items,
     pub spacing: Spacing,
     pub typography: Typography,
@@ -57,6 +68,7 @@ pub struct Assets {
     #[serde(deserialize_with = "nullable")]
     pub logo_dark_url: Option<String>,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub images: Items,
     /// Pixels, 1 to 2,000.
     pub logo_width: i32,
@@ -66,15 +78,20 @@ pub struct Assets {
 #[serde(deny_unknown_fields)]
 pub struct Colors {
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub accents: Items,
     pub aliases: ColorAliases,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub brand: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub rules: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub scales: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub semantic: Items,
 }
 
@@ -126,16 +143,22 @@ aliases!(
 #[serde(deny_unknown_fields)]
 pub struct Effects {
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub borders: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub durations: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub easing: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub rings: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub rules: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub shadows: Items,
 }
 
@@ -155,6 +178,7 @@ pub struct Footer {
     pub company: String,
     pub extra: String,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub social: Items,
 }
 
@@ -162,6 +186,7 @@ pub struct Footer {
 #[serde(deny_unknown_fields)]
 pub struct Iconography {
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub glyphs: Items,
     pub notes: String,
     pub set: String,
@@ -181,6 +206,7 @@ pub struct Identity {
     pub wordmark: String,
     pub wordmark_rules: String,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub values: Items,
 }
 
@@ -188,12 +214,15 @@ pub struct Identity {
 #[serde(deny_unknown_fields)]
 pub struct Imagery {
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub avoid: Items,
     pub frame_radius: String,
     pub style: String,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub subjects: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub treatment: Items,
 }
 
@@ -205,8 +234,10 @@ pub struct Spacing {
     pub container_max: String,
     pub gutters: String,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub rules: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub scale: Items,
 }
 
@@ -216,22 +247,29 @@ pub struct Typography {
     /// Pixels, 8 to 48.
     pub base_size_px: i32,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub families: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub font_sources: Items,
     /// A CSS `text-transform`: `none`, `uppercase`, `lowercase` or `capitalize`.
     pub heading_transform: String,
     /// 100 to 900, in hundreds.
     pub heading_weight: i32,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub leading: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub rules: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub scale: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub tracking: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub weights: Items,
 }
 
@@ -239,12 +277,15 @@ pub struct Typography {
 #[serde(deny_unknown_fields)]
 pub struct Voice {
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub casing: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub conventions: Items,
     #[schema(value_type = Vec<Object>)]
     pub r#do: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub dont: Items,
     pub emoji: bool,
     /// A language tag such as `pt-BR`.
@@ -252,8 +293,10 @@ pub struct Voice {
     pub person: String,
     pub signoff: String,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub sample_copy: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub tone: Items,
 }
 

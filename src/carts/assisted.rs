@@ -182,7 +182,7 @@ pub async fn get_conversation_cart(
     responses((status = 201, body = CartOut, description = "a cart was attached"),
               (status = 200, body = CartOut, description = "the cart attached already"),
               (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`")))]
 pub async fn attach_cart(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -227,7 +227,7 @@ pub async fn attach_cart(
     request_body = CartLinesIn,
     responses((status = 200, body = CartOut), (status = 403, body = ErrorBody),
               (status = 404, body = ErrorBody, description = "`not_found` (conversation) or `no_cart`"),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict` (checked out) or `insufficient_stock`"), (status = 422, body = ErrorBody)))]
 pub async fn set_cart_items(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -307,7 +307,7 @@ pub async fn detach_cart(
     request_body(content = Option<CartLinkIn>),
     responses((status = 201, body = Sent), (status = 403, body = ErrorBody),
               (status = 404, body = ErrorBody, description = "`not_found` (conversation) or `no_cart`"),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`"), (status = 422, body = ErrorBody)))]
 pub async fn send_cart_link(
     State(st): State<AppState>,
     scope: StoreScope,

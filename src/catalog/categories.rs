@@ -72,7 +72,7 @@ pub async fn list_categories(
 /// Creates a category, optionally under a parent.
 #[utoipa::path(post, path = "/stores/{store_id}/categories", tag = "catalog", security(("bearer" = [])),
     params(("store_id" = StoreId, Path)), request_body = CategoryIn,
-    responses((status = 201, body = CategoryOut), (status = 409, body = ErrorBody),
+    responses((status = 201, body = CategoryOut), (status = 409, body = ErrorBody, description = "`conflict`: the slug is taken"),
               (status = 422, body = ErrorBody)))]
 pub async fn create_category(
     State(st): State<AppState>,

@@ -76,7 +76,7 @@ pub async fn list_products(
     params(("store_id" = StoreId, Path)), request_body = ProductIn,
     responses((status = 201, body = ProductOut),
               (status = 402, body = ErrorBody, description = "plan_limit_reached or subscription_inactive"),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`: the slug or a SKU is taken"), (status = 422, body = ErrorBody)))]
 pub async fn create_product(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -141,7 +141,7 @@ pub async fn get_product(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("product_id" = ProductId, Path)),
     request_body = ProductPatch,
     responses((status = 200, body = ProductOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`: the slug is taken"), (status = 422, body = ErrorBody)))]
 pub async fn update_product(
     State(st): State<AppState>,
     scope: StoreScope,

@@ -38,38 +38,51 @@ impl ProductStatus {
 #[serde(deny_unknown_fields)]
 pub struct VariantIn {
     pub id: Option<VariantId>,
+    #[schema(min_length = 1, max_length = 64, pattern = r"\S")]
     pub sku: String,
+    #[schema(minimum = 0)]
     pub price_cents: i64,
     /// Default "Default".
     pub title: Option<String>,
+    #[schema(minimum = 0)]
     pub compare_at_price_cents: Option<i64>,
+    #[schema(minimum = 0)]
     pub weight_grams: Option<i64>,
     /// Initial stock of a new variant (default 0); change stock later with adjustments.
+    #[schema(minimum = 0)]
     pub on_hand: Option<i64>,
     /// `inventory.low_stock` fires when available units fall to this (default 5).
+    #[schema(minimum = 0)]
     pub low_stock_threshold: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProductIn {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub title: String,
     /// Default: made from the title (unique in the store).
+    #[schema(max_length = 120, pattern = r"^[a-z0-9]+(-[a-z0-9]+)*$")]
     pub slug: Option<String>,
+    #[schema(max_length = 65535)]
     pub description: Option<String>,
     /// Default `active`.
     pub status: Option<ProductStatus>,
     pub category_ids: Option<Vec<CategoryId>>,
     pub tags: Option<Vec<String>>,
     /// At least one.
+    #[schema(min_items = 1)]
     pub variants: Vec<VariantIn>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProductPatch {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub title: Option<String>,
+    #[schema(max_length = 120, pattern = r"^[a-z0-9]+(-[a-z0-9]+)*$")]
     pub slug: Option<String>,
+    #[schema(max_length = 65535)]
     pub description: Option<String>,
     pub status: Option<ProductStatus>,
     pub category_ids: Option<Vec<CategoryId>>,
@@ -120,7 +133,9 @@ pub struct ProductFilter {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CategoryIn {
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: String,
+    #[schema(max_length = 120, pattern = r"^[a-z0-9]+(-[a-z0-9]+)*$")]
     pub slug: Option<String>,
     pub parent_id: Option<CategoryId>,
 }
@@ -129,7 +144,9 @@ pub struct CategoryIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CategoryPatch {
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: Option<String>,
+    #[schema(max_length = 120, pattern = r"^[a-z0-9]+(-[a-z0-9]+)*$")]
     pub slug: Option<String>,
     #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schema(value_type = Option<CategoryId>)]

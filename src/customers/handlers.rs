@@ -96,7 +96,7 @@ pub async fn list_customers(
 /// Creates a customer.
 #[utoipa::path(post, path = "/stores/{store_id}/customers", tag = "customers", security(("bearer" = [])),
     params(("store_id" = StoreId, Path)), request_body = CustomerIn,
-    responses((status = 201, body = CustomerOut), (status = 409, body = ErrorBody),
+    responses((status = 201, body = CustomerOut), (status = 409, body = ErrorBody, description = "`conflict`: the e-mail is taken"),
               (status = 422, body = ErrorBody)))]
 pub async fn create_customer(
     State(st): State<AppState>,
@@ -159,7 +159,7 @@ pub async fn get_customer(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("customer_id" = CustomerId, Path)),
     request_body = CustomerPatch,
     responses((status = 200, body = CustomerOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`: the e-mail is taken"), (status = 422, body = ErrorBody)))]
 pub async fn update_customer(
     State(st): State<AppState>,
     scope: StoreScope,

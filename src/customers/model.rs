@@ -35,6 +35,7 @@ pub fn tag(raw: &str) -> Result<String, &'static str> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CustomerIn {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: String,
     pub email: Option<String>,
     pub phone: Option<String>,
@@ -48,6 +49,7 @@ pub struct CustomerIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CustomerPatch {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
     pub email: Option<String>,
     pub phone: Option<String>,

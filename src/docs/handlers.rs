@@ -35,7 +35,7 @@ const MAX_VISITOR_ID_CHARS: usize = 128;
 /// limit: the anonymous budget of its address (every public route's) and the daily total
 /// still bound it.
 #[utoipa::path(post, path = "/docs/ask", tag = "docs", request_body = AskIn,
-    responses((status = 200, description = "The answer as a UI message stream", content_type = "text/event-stream", body = String),
+    responses((status = 200, description = "The answer as a UI message stream", content_type = "text/event-stream"),
               (status = 422, body = ErrorBody), (status = 429, body = ErrorBody)))]
 pub async fn ask(
     State(st): State<AppState>,

@@ -2,6 +2,9 @@
 //! (utoipa) and served at `GET /v1/openapi/admin.json`. Paths are relative to the `/v1`
 //! server entry; operational root paths carry their own `servers` override.
 
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
 use utoipa::OpenApi;
 use utoipa::openapi::server::Server;
 
@@ -63,6 +66,11 @@ pub fn merge_root_paths(doc: &mut utoipa::openapi::OpenApi, root: utoipa::openap
         item.servers = Some(vec![Server::new("/")]);
         doc.paths.paths.insert(path, item);
     }
+    // Their schemas (`HealthOut`, `ReadyOut`) come with them.
+    if let Some(root) = root.components {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.schemas.extend(root.schemas);
+    }
 }
 
 /// utoipa makes a handler's first doc paragraph its `summary`; viewers list summaries in
@@ -117,6 +125,477 @@ fn first_sentence(s: &str) -> &str {
         }
     }
     s.strip_suffix('.').unwrap_or(s)
+}
+
+/// Everything the annotations cannot say once per operation, added to a serialized document
+/// (spec 1-3, 8): error responses every authenticated operation can answer, the codes each
+/// error response can carry, the `Idempotency-Key` header of every POST, links from creates
+/// to what they created, and named, discriminated unions.
+pub fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
+    let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serializes");
+    let codes = error_codes();
+    // The error responses added below refer to these, in both documents.
+    for (name, schema) in [
+        (
+            "ErrorBody",
+            <crate::error::ErrorBody as utoipa::PartialSchema>::schema(),
+        ),
+        ("ErrorCode", <ErrorCode as utoipa::PartialSchema>::schema()),
+    ] {
+        let schemas = &mut doc["components"]["schemas"];
+        if schemas.get(name).is_none() {
+            schemas[name] = serde_json::to_value(schema).expect("a schema serializes");
+        }
+    }
+    let ops: Vec<(String, String)> = operations(&doc);
+    for (path, method) in &ops {
+        let op = &mut doc["paths"][path.as_str()][method.as_str()];
+        add_common_errors(op, method);
+        if method == "post" {
+            add_idempotency_key(op);
+        }
+        name_error_codes(op, method, &codes);
+    }
+    name_unions(&mut doc);
+    drop_object_defaults(&mut doc);
+    add_links(&mut doc, &ops);
+    doc
+}
+
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+/// `(path, method)` of every operation, in document order.
+fn operations(doc: &Value) -> Vec<(String, String)> {
+    let mut ops = Vec::new();
+    if let Some(paths) = doc["paths"].as_object() {
+        for (path, item) in paths {
+            for m in METHODS {
+                if item[m].is_object() {
+                    ops.push((path.clone(), m.to_owned()));
+                }
+            }
+        }
+    }
+    ops
+}
+
+/// Every `ErrorCode`'s wire name.
+pub fn error_codes() -> BTreeSet<String> {
+    let schema = serde_json::to_value(<ErrorCode as utoipa::PartialSchema>::schema())
+        .expect("the ErrorCode schema serializes");
+    schema["enum"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    })
+}
+
+/// The error responses an operation can answer whatever it does: 401 (no or a bad
+/// credential) and 403 (a credential without the permission) where it needs one; 400 (a
+/// malformed body, a bad `Idempotency-Key`, a bad `limit` or `cursor`) and 422 (a field or
+/// parameter out of bounds, a reused `Idempotency-Key`) where it takes input; 404 where
+/// a path names something; 429 (over budget) everywhere.
+fn add_common_errors(op: &mut Value, method: &str) {
+    let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
+    let params = op["parameters"].as_array().cloned().unwrap_or_default();
+    let in_path = params.iter().any(|p| p["in"] == "path");
+    let in_query = params.iter().any(|p| p["in"] == "query");
+    let paged = params
+        .iter()
+        .any(|p| p["name"] == "cursor" || p["name"] == "limit");
+    let body = op["requestBody"].is_object();
+    let post = method == "post";
+    let Some(responses) = op["responses"].as_object_mut() else {
+        return;
+    };
+    let mut add = |status: &str| {
+        responses
+            .entry(status)
+            .or_insert_with(|| error_response(""));
+    };
+    if secured {
+        add("401");
+        add("403");
+    }
+    if post || body || paged {
+        add("400");
+    }
+    if post || body || in_query {
+        add("422");
+    }
+    if in_path {
+        add("404");
+    }
+    add("429");
+}
+
+/// Spec 8: every POST takes an optional `Idempotency-Key`.
+fn add_idempotency_key(op: &mut Value) {
+    let params = op
+        .as_object_mut()
+        .expect("an operation is an object")
+        .entry("parameters")
+        .or_insert_with(|| json!([]));
+    let Some(params) = params.as_array_mut() else {
+        return;
+    };
+    if params.iter().any(|p| p["name"] == "Idempotency-Key") {
+        return;
+    }
+    params.push(json!({
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": false,
+        "description": "Makes the POST safe to retry for 24 hours: a repeat with the same key \
+    and request replays the first response (`Idempotent-Replayed: true`); the same key with \
+    another request is 422 `idempotency_key_reused`.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"}
+    }));
+}
+
+/// The codes any operation answering `status` can carry, whatever it does.
+fn generic_codes(status: &str, method: &str, op: &Value) -> Vec<&'static str> {
+    let paged = op["parameters"]
+        .as_array()
+        .is_some_and(|ps| ps.iter().any(|p| p["name"] == "cursor"));
+    match status {
+        "400" if paged => vec![
+            "bad_request",
+            "invalid_cursor",
+            "invalid_limit",
+            "invalid_offset",
+        ],
+        "400" => vec!["bad_request"],
+        "401" if op["security"].is_array() => vec!["unauthorized"],
+        "403" if op["security"].is_array() => vec!["missing_permission"],
+        "404" => vec!["not_found"],
+        "413" => vec!["payload_too_large"],
+        "422" if method == "post" => vec!["validation_failed", "idempotency_key_reused"],
+        "422" => vec!["validation_failed"],
+        "429" => vec!["rate_limited"],
+        "500" => vec!["internal_error"],
+        _ => vec![],
+    }
+}
+
+/// Rewrites every 4xx/5xx response's description to name, in backticks, the `code`s it can
+/// carry: those its annotation names (bare or in backticks) and the generic ones of its status.
+fn name_error_codes(op: &mut Value, method: &str, codes: &BTreeSet<String>) {
+    let statuses: Vec<String> = op["responses"]
+        .as_object()
+        .map(|r| r.keys().cloned().collect())
+        .unwrap_or_default();
+    // The operation's own text often says "409 `conflict` once ...": a code named there
+    // belongs to the response of its status.
+    let about = format!(
+        "{} {}",
+        op["summary"].as_str().unwrap_or(""),
+        op["description"].as_str().unwrap_or("")
+    );
+    let in_prose: Vec<(String, String)> = about
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| codes.contains(*w))
+        .filter_map(|w| Some((code_status(w)?, w.to_owned())))
+        .collect();
+    for status in statuses {
+        if !(status.starts_with('4') || status.starts_with('5')) {
+            continue;
+        }
+        let mut generic: Vec<&str> = in_prose
+            .iter()
+            .filter(|(s, _)| *s == status)
+            .map(|(_, c)| c.as_str())
+            .collect();
+        generic.extend(generic_codes(&status, method, op));
+        let response = &mut op["responses"][status.as_str()];
+        let text = response["description"].as_str().unwrap_or("").to_owned();
+        let (prose, named) = backtick_codes(&text, codes);
+        let mut all: Vec<String> = named.clone();
+        for g in generic {
+            if !all.iter().any(|c| c == g) {
+                all.push(g.to_owned());
+            }
+        }
+        // What any 409 or 503 is when nothing more precise is known.
+        if all.is_empty() {
+            match status.as_str() {
+                "409" => all.push("conflict".to_owned()),
+                "503" => all.push("service_unavailable".to_owned()),
+                _ => {}
+            }
+        }
+        let list = all
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let only_codes = prose
+            .split(|c: char| c.is_whitespace() || ",;.".contains(c))
+            .all(|w| w.is_empty() || w == "or" || w == "and" || w.starts_with('`'));
+        response["description"] = Value::String(if only_codes || prose.is_empty() {
+            list
+        } else if all.len() == named.len() {
+            prose
+        } else {
+            format!("{list}. {prose}")
+        });
+    }
+}
+
+/// The status a code is answered with, as a string ("409").
+fn code_status(code: &str) -> Option<String> {
+    let code: ErrorCode = serde_json::from_value(Value::String(code.to_owned())).ok()?;
+    Some(code.status().as_u16().to_string())
+}
+
+/// `text` with every bare code name put in backticks, and the codes it names in order.
+fn backtick_codes(text: &str, codes: &BTreeSet<String>) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut named = Vec::new();
+    let mut word = String::new();
+    let mut in_code = false;
+    let flush = |word: &mut String, out: &mut String, named: &mut Vec<String>, in_code: bool| {
+        if codes.contains(word.as_str()) {
+            if !named.contains(word) {
+                named.push(word.clone());
+            }
+            if in_code {
+                out.push_str(word);
+            } else {
+                out.push_str(&format!("`{word}`"));
+            }
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        flush(&mut word, &mut out, &mut named, in_code);
+        if c == '`' {
+            in_code = !in_code;
+        }
+        out.push(c);
+    }
+    flush(&mut word, &mut out, &mut named, in_code);
+    (out, named)
+}
+
+/// A struct under `#[serde(default)]` gives each field a `default`, nested objects included.
+/// A nested object's default is what its own schema's defaults already say, and client
+/// generators refuse a `default` on a reference: it is dropped there.
+fn drop_object_defaults(doc: &mut Value) {
+    let Some(schemas) = doc["components"]["schemas"].as_object_mut() else {
+        return;
+    };
+    for schema in schemas.values_mut() {
+        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for prop in props.values_mut() {
+            let is_ref = prop.get("$ref").is_some()
+                || prop.get("oneOf").is_some()
+                || prop.get("allOf").is_some();
+            if is_ref && let Some(p) = prop.as_object_mut() {
+                p.remove("default");
+            }
+        }
+    }
+}
+
+/// A `oneOf` of inline `allOf`s told apart by one single-valued enum property (what utoipa
+/// makes of `#[serde(tag = "status")]`) becomes a `oneOf` of named schemas with a
+/// `discriminator`: client generators understand that form, not the inline one.
+fn name_unions(doc: &mut Value) {
+    let Some(schemas) = doc["components"]["schemas"].as_object().cloned() else {
+        return;
+    };
+    for (name, schema) in schemas {
+        let Some(variants) = schema["oneOf"].as_array() else {
+            continue;
+        };
+        let mut tag: Option<String> = None;
+        let mut named = Vec::new();
+        for v in variants {
+            let Some((prop, value)) = tag_of(v) else {
+                named.clear();
+                break;
+            };
+            if tag.as_ref().is_some_and(|t| *t != prop) {
+                named.clear();
+                break;
+            }
+            tag = Some(prop);
+            named.push((value, v.clone()));
+        }
+        let Some(tag) = tag.filter(|_| !named.is_empty()) else {
+            continue;
+        };
+        let mut one_of = Vec::new();
+        let mut mapping = Map::new();
+        for (value, mut v) in named {
+            let variant = format!("{name}{}", pascal(&value));
+            let reference = format!("#/components/schemas/{variant}");
+            // The tag is required in each variant, so generators can read it.
+            mark_required(&mut v, &tag);
+            doc["components"]["schemas"][variant.as_str()] = v;
+            one_of.push(json!({"$ref": reference}));
+            mapping.insert(value, Value::String(reference));
+        }
+        let mut out = json!({
+            "oneOf": one_of,
+            "discriminator": {"propertyName": tag, "mapping": mapping},
+        });
+        if let Some(d) = schema.get("description") {
+            out["description"] = d.clone();
+        }
+        doc["components"]["schemas"][name.as_str()] = out;
+    }
+}
+
+/// The `(property, value)` a union variant is told apart by: the one property, among its
+/// own or its `allOf` parts', whose schema is an enum of one value.
+fn tag_of(v: &Value) -> Option<(String, String)> {
+    let parts: Vec<&Value> = match v["allOf"].as_array() {
+        Some(parts) => parts.iter().collect(),
+        None => vec![v],
+    };
+    for part in parts {
+        if let Some(props) = part["properties"].as_object() {
+            for (prop, s) in props {
+                if let Some([one]) = s["enum"].as_array().map(Vec::as_slice)
+                    && let Some(value) = one.as_str()
+                {
+                    return Some((prop.clone(), value.to_owned()));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn mark_required(v: &mut Value, prop: &str) {
+    let parts: Vec<&mut Value> = match v.get_mut("allOf").and_then(Value::as_array_mut) {
+        Some(parts) => parts.iter_mut().collect(),
+        None => vec![v],
+    };
+    for part in parts {
+        if part["properties"].get(prop).is_some() {
+            let req = part
+                .as_object_mut()
+                .expect("a schema with properties is an object")
+                .entry("required")
+                .or_insert_with(|| json!([]));
+            if let Some(req) = req.as_array_mut()
+                && !req.iter().any(|r| r == prop)
+            {
+                req.push(Value::String(prop.to_owned()));
+            }
+        }
+    }
+}
+
+fn pascal(s: &str) -> String {
+    s.split(['_', '-'])
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// OpenAPI `links` from each create (`POST /x` answering 201 with an `id`) to the operations
+/// on what it created (`/x/{id}` and below), so a client (or a stateful fuzzer) can follow
+/// the id it was handed. The other path parameters are the create's own.
+fn add_links(doc: &mut Value, ops: &[(String, String)]) {
+    for (path, method) in ops {
+        if method != "post" {
+            continue;
+        }
+        let created = &doc["paths"][path.as_str()]["post"]["responses"]["201"];
+        if !has_id(doc, &created["content"]["application/json"]["schema"]) {
+            continue;
+        }
+        let own_params: Vec<String> = params_of(path);
+        let mut links = Map::new();
+        for (target, target_method) in ops {
+            let Some(rest) = target.strip_prefix(path.as_str()) else {
+                continue;
+            };
+            // `/x/{id}` or `/x/{id}/...`: exactly one new parameter, right after the create's path.
+            let Some(rest) = rest.strip_prefix("/{") else {
+                continue;
+            };
+            let Some((id_param, tail)) = rest.split_once('}') else {
+                continue;
+            };
+            if !(tail.is_empty() || tail.starts_with('/')) || tail.contains('{') {
+                continue;
+            }
+            let op_id = doc["paths"][target.as_str()][target_method.as_str()]["operationId"]
+                .as_str()
+                .map(str::to_owned);
+            let Some(op_id) = op_id else {
+                continue;
+            };
+            let mut parameters = Map::new();
+            for p in &own_params {
+                parameters.insert(p.clone(), Value::String(format!("$request.path.{p}")));
+            }
+            parameters.insert(
+                id_param.to_owned(),
+                Value::String("$response.body#/id".to_owned()),
+            );
+            links.insert(
+                pascal(&op_id),
+                json!({"operationId": op_id, "parameters": parameters}),
+            );
+        }
+        if !links.is_empty() {
+            doc["paths"][path.as_str()]["post"]["responses"]["201"]["links"] = Value::Object(links);
+        }
+    }
+}
+
+/// Whether a response schema (a reference to a component, or inline) has an `id` property.
+fn has_id(doc: &Value, schema: &Value) -> bool {
+    let schema = match schema["$ref"].as_str() {
+        Some(r) => doc
+            .pointer(r.trim_start_matches('#'))
+            .unwrap_or(&Value::Null),
+        None => schema,
+    };
+    schema["properties"]["id"].is_object()
+        || schema["allOf"]
+            .as_array()
+            .is_some_and(|parts| parts.iter().any(|p| has_id(doc, p)))
+}
+
+/// The `{name}`s of a path template, in order.
+fn params_of(path: &str) -> Vec<String> {
+    path.split('{')
+        .skip(1)
+        .filter_map(|p| p.split_once('}').map(|(name, _)| name.to_owned()))
+        .collect()
 }
 
 #[cfg(test)]

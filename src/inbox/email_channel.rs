@@ -124,7 +124,7 @@ struct File {
            ("X-Inbound-Secret" = String, Header, description = "The channel's inbound_secret")),
     request_body = InboundEmail,
     responses((status = 201, body = EmailReceived), (status = 200, body = EmailReceived),
-              (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+              (status = 401, body = ErrorBody, description = "`unauthorized`: the signature does not match"), (status = 403, body = ErrorBody, description = "`forbidden`: the channel is turned off"),
               (status = 404, body = ErrorBody), (status = 413, body = ErrorBody),
               (status = 422, body = ErrorBody)))]
 pub async fn receive_email(

@@ -200,6 +200,8 @@ pub struct ConversationFilter {
     pub priority: Option<Priority>,
     /// `me`, `none`, or a user id.
     pub assignee: Option<String>,
+    // Inline: no response carries the enum, so it would be referenced but never defined.
+    #[param(inline)]
     pub sort: Option<ConversationSort>,
 }
 

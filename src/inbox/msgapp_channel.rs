@@ -238,7 +238,7 @@ async fn msgapp_channel(st: &AppState, id: ChannelId) -> Result<(ChannelOut, Sec
 #[utoipa::path(get, path = "/channels/msgapp/{channel_id}/webhook", tag = "inbox",
     params(("channel_id" = ChannelId, Path), VerifyQuery),
     responses((status = 200, description = "The challenge", body = String, content_type = "text/plain"),
-              (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
+              (status = 400, body = ErrorBody), (status = 403, body = ErrorBody, description = "`forbidden`: a wrong verify token or a channel turned off"),
               (status = 404, body = ErrorBody)))]
 pub async fn verify_webhook(
     State(st): State<AppState>,
@@ -292,7 +292,7 @@ pub async fn verify_webhook(
             description = "sha256=<hex HMAC-SHA256 of the raw body, keyed with the app secret>")),
     request_body = MsgappWebhook,
     responses((status = 200, description = "Received"), (status = 400, body = ErrorBody),
-              (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 401, body = ErrorBody, description = "`unauthorized`: the signature does not match"), (status = 404, body = ErrorBody),
               (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn receive_webhook(
     State(st): State<AppState>,

@@ -136,7 +136,8 @@ pub struct AgentQuery {
     responses((status = 101, description = "Switched to the WebSocket protocol"),
               (status = 400, body = ErrorBody, description = "store_id_required"),
               (status = 401, body = ErrorBody, description = "unauthorized or invalid_ticket"),
-              (status = 403, body = ErrorBody, description = "missing_permission")))]
+              (status = 403, body = ErrorBody, description = "missing_permission"),
+              (status = 404, body = ErrorBody, description = "not_found: no such store")))]
 pub async fn agent_socket(
     State(st): State<AppState>,
     MaybePrincipal(principal): MaybePrincipal,
@@ -382,8 +383,8 @@ pub struct WidgetQuery {
 /// The shopper's realtime socket (a WebSocket upgrade) on their conversation (spec 6.3).
 #[utoipa::path(get, path = "/ws/widget", tag = "widget", params(WidgetQuery),
     responses((status = 101, description = "Switched to the WebSocket protocol"),
-              (status = 401, body = ErrorBody, description = "a wrong visitor token"),
-              (status = 403, body = ErrorBody, description = "channel turned off or origin not allowed"),
+              (status = 401, body = ErrorBody, description = "`unauthorized` or `invalid_ticket`"),
+              (status = 403, body = ErrorBody, description = "`forbidden`"),
               (status = 404, body = ErrorBody, description = "unknown key or conversation")))]
 pub async fn widget_socket(
     State(st): State<AppState>,

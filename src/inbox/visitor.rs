@@ -120,7 +120,7 @@ pub fn visitor_conversation(
 #[utoipa::path(post, path = "/widget/{key}/conversations", tag = "widget",
     params(("key" = String, Path, description = "The chat channel's public key")),
     request_body = VisitorIn,
-    responses((status = 201, body = VisitorConversation), (status = 403, body = ErrorBody),
+    responses((status = 201, body = VisitorConversation), (status = 403, body = ErrorBody, description = "`forbidden`: the channel is off or the origin is not allowed"),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn open_conversation(
     State(st): State<AppState>,
@@ -186,7 +186,7 @@ pub async fn open_conversation(
 #[utoipa::path(get, path = "/widget/{key}/conversations/{conversation_id}/messages", tag = "widget",
     params(("key" = String, Path), ("conversation_id" = ConversationId, Path), MessageFilter,
            PageQuery),
-    responses((status = 200, body = Page<MessageOut>), (status = 401, body = ErrorBody),
+    responses((status = 200, body = Page<MessageOut>), (status = 401, body = ErrorBody, description = "`unauthorized`: a wrong visitor token"),
               (status = 404, body = ErrorBody)))]
 pub async fn list_messages(
     State(st): State<AppState>,
@@ -218,7 +218,7 @@ async fn visitor_check(
 #[utoipa::path(post, path = "/widget/{key}/conversations/{conversation_id}/messages", tag = "widget",
     params(("key" = String, Path), ("conversation_id" = ConversationId, Path)),
     request_body = MessageIn,
-    responses((status = 201, body = VisitorSent), (status = 401, body = ErrorBody),
+    responses((status = 201, body = VisitorSent), (status = 401, body = ErrorBody, description = "`unauthorized`: a wrong visitor token"),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn send_message(
     State(st): State<AppState>,
@@ -278,7 +278,7 @@ pub async fn send_message(
 /// The shopper read the team's messages.
 #[utoipa::path(post, path = "/widget/{key}/conversations/{conversation_id}/read", tag = "widget",
     params(("key" = String, Path), ("conversation_id" = ConversationId, Path)),
-    responses((status = 204), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 204), (status = 401, body = ErrorBody, description = "`unauthorized`: a wrong visitor token"), (status = 404, body = ErrorBody)))]
 pub async fn mark_read(
     State(st): State<AppState>,
     Path((key, id)): Path<(String, ConversationId)>,

@@ -54,7 +54,7 @@ pub async fn list_inventory(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("variant_id" = VariantId, Path)),
     request_body = AdjustmentIn,
     responses((status = 201, body = AdjustmentOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`insufficient_stock`"), (status = 422, body = ErrorBody)))]
 pub async fn adjust_stock(
     State(st): State<AppState>,
     scope: StoreScope,

@@ -30,8 +30,10 @@ pub struct InventoryFilter {
 #[serde(deny_unknown_fields)]
 pub struct AdjustmentIn {
     /// Units to add (positive) or take off hand (negative); not zero.
+    #[schema(minimum = -1_000_000, maximum = 1_000_000)]
     pub delta: i64,
     /// Why, e.g. "received", "damaged", "recount"; 1 to 255 characters.
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub reason: String,
 }
 

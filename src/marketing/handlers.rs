@@ -161,7 +161,7 @@ pub async fn update_segment(
 /// Deletes a segment no campaign names (409 `conflict` otherwise).
 #[utoipa::path(delete, path = "/stores/{store_id}/segments/{segment_id}", tag = "marketing",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("segment_id" = SegmentId, Path)),
-    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`conflict`: campaigns use the segment")))]
 pub async fn delete_segment(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -324,7 +324,7 @@ pub async fn get_campaign(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("campaign_id" = CampaignId, Path)),
     request_body = CampaignPatch,
     responses((status = 200, body = CampaignOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`invalid_status_transition`"), (status = 422, body = ErrorBody)))]
 pub async fn update_campaign(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -365,7 +365,7 @@ pub async fn update_campaign(
 /// was sent stays).
 #[utoipa::path(delete, path = "/stores/{store_id}/campaigns/{campaign_id}", tag = "marketing",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("campaign_id" = CampaignId, Path)),
-    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`invalid_status_transition`")))]
 pub async fn delete_campaign(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -402,7 +402,7 @@ pub async fn delete_campaign(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("campaign_id" = CampaignId, Path)),
     request_body = ScheduleIn,
     responses((status = 200, body = CampaignOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
+              (status = 409, body = ErrorBody, description = "`invalid_status_transition` or `no_email_channel`"), (status = 422, body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub async fn schedule_campaign(
     State(st): State<AppState>,
@@ -446,7 +446,7 @@ pub async fn schedule_campaign(
 #[utoipa::path(post, path = "/stores/{store_id}/campaigns/{campaign_id}/cancel", tag = "marketing",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("campaign_id" = CampaignId, Path)),
     responses((status = 200, body = CampaignOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`invalid_status_transition`")))]
 pub async fn cancel_campaign(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -477,8 +477,8 @@ pub async fn cancel_campaign(
 #[utoipa::path(post, path = "/stores/{store_id}/campaigns/{campaign_id}/send-test", tag = "marketing",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("campaign_id" = CampaignId, Path)),
     request_body = SendTestIn,
-    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-              (status = 422, body = ErrorBody), (status = 502, body = ErrorBody),
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`no_email_channel`"),
+              (status = 422, body = ErrorBody), (status = 502, body = ErrorBody, description = "`email_send_failed`"),
               (status = 503, body = ErrorBody)))]
 pub async fn send_test_campaign(
     State(st): State<AppState>,

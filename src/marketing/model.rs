@@ -45,6 +45,7 @@ pub struct SegmentOut {
 #[serde(deny_unknown_fields)]
 pub struct SegmentIn {
     /// 1 to 255 characters.
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: String,
     #[serde(default)]
     pub filter: SegmentFilter,
@@ -54,6 +55,7 @@ pub struct SegmentIn {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SegmentPatch {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
     pub filter: Option<SegmentFilter>,
 }
@@ -125,8 +127,10 @@ pub struct CampaignOut {
 #[serde(deny_unknown_fields)]
 pub struct CampaignIn {
     /// 1 to 255 characters.
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: String,
     /// 1 to 255 characters, one line.
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub subject: String,
     /// Markdown, up to 100,000 characters; raw HTML in it is dropped when rendered.
     pub body_markdown: String,
@@ -137,7 +141,9 @@ pub struct CampaignIn {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CampaignPatch {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub subject: Option<String>,
     pub body_markdown: Option<String>,
     pub segment_id: Option<SegmentId>,

@@ -32,7 +32,7 @@ type ErrorBody = crate::error::ErrorBody;
     params(("store_id" = StoreId, Path)), request_body = OrderIn,
     responses((status = 201, body = OrderOut),
               (status = 402, body = ErrorBody, description = "plan_limit_reached or subscription_inactive"),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`insufficient_stock`"), (status = 422, body = ErrorBody)))]
 pub async fn create_order(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -53,7 +53,7 @@ pub async fn create_order(
     params(("store_id" = StoreId, Path)), request_body = OrderIn,
     responses((status = 201, body = OrderOut),
               (status = 402, body = ErrorBody, description = "plan_limit_reached or subscription_inactive"),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`insufficient_stock`"), (status = 422, body = ErrorBody)))]
 pub async fn create_manual_order(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -117,7 +117,7 @@ pub async fn get_order(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("order_id" = OrderId, Path)),
     request_body = OrderPatch,
     responses((status = 200, body = OrderOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`invalid_status_transition` or `insufficient_stock`"), (status = 422, body = ErrorBody)))]
 pub async fn update_order(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -143,8 +143,8 @@ pub async fn update_order(
                description = "The outcome is not known yet: the refund is `pending`, its amount held. \
                               Repeat the request with the same Idempotency-Key to see where it stands."),
               (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
-              (status = 502, body = ErrorBody, description = "The provider refused the refund.")))]
+              (status = 409, body = ErrorBody, description = "`no_refundable_payment` or `invalid_status_transition`"), (status = 422, body = ErrorBody, description = "`refund_exceeds_refundable`, `validation_failed` or `idempotency_key_reused`"),
+              (status = 502, body = ErrorBody, description = "`payment_provider_failed`")))]
 pub async fn refund_order(
     State(st): State<AppState>,
     scope: StoreScope,

@@ -75,7 +75,7 @@ pub async fn list_pages(
 #[utoipa::path(post, path = "/stores/{store_id}/pages", tag = "pages", security(("bearer" = [])),
     params(("store_id" = StoreId, Path)), request_body = PageIn,
     responses((status = 201, body = PageOut), (status = 403, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`slug_taken`"), (status = 422, body = ErrorBody)))]
 pub async fn create_page(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -130,7 +130,7 @@ pub async fn get_page(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("page_id" = PageId, Path)),
     request_body = PagePatch,
     responses((status = 200, body = PageOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`slug_taken`"), (status = 422, body = ErrorBody)))]
 pub async fn update_page(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -244,7 +244,7 @@ pub async fn list_page_versions(
     tag = "pages", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("page_id" = PageId, Path), ("version" = i32, Path)),
     responses((status = 200, body = PageOut), (status = 403, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`slug_taken`"),
               (status = 422, body = ErrorBody)))]
 pub async fn restore_page_version(
     State(st): State<AppState>,

@@ -197,7 +197,7 @@ pub async fn update_supplier(
 /// Deletes a supplier that has no purchase orders (409 `conflict` otherwise).
 #[utoipa::path(delete, path = "/stores/{store_id}/suppliers/{supplier_id}", tag = "purchasing",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("supplier_id" = SupplierId, Path)),
-    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "`conflict`: purchase orders name the supplier")))]
 pub async fn delete_supplier(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -330,7 +330,7 @@ pub async fn get_purchase_order(
     params(("store_id" = StoreId, Path), ("purchase_order_id" = PurchaseOrderId, Path)),
     request_body = PurchaseOrderPatch,
     responses((status = 200, body = PurchaseOrderOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`invalid_status_transition`"), (status = 422, body = ErrorBody)))]
 pub async fn update_purchase_order(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -395,7 +395,7 @@ async fn move_status(
     tag = "purchasing", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("purchase_order_id" = PurchaseOrderId, Path)),
     responses((status = 200, body = PurchaseOrderOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`invalid_status_transition`")))]
 pub async fn order_purchase_order(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -420,7 +420,7 @@ pub async fn order_purchase_order(
     tag = "purchasing", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("purchase_order_id" = PurchaseOrderId, Path)),
     responses((status = 200, body = PurchaseOrderOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`invalid_status_transition`")))]
 pub async fn cancel_purchase_order(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -449,7 +449,7 @@ pub async fn cancel_purchase_order(
     params(("store_id" = StoreId, Path), ("purchase_order_id" = PurchaseOrderId, Path)),
     request_body = ReceiveIn,
     responses((status = 200, body = PurchaseOrderOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`invalid_status_transition`"), (status = 422, body = ErrorBody)))]
 pub async fn receive_purchase_order(
     State(st): State<AppState>,
     scope: StoreScope,

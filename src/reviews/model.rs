@@ -56,11 +56,15 @@ pub struct ReviewIn {
     pub customer_id: Option<CustomerId>,
     /// Makes the review a verified purchase when that order bought the product.
     pub order_id: Option<OrderId>,
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub author_name: String,
     pub author_email: String,
+    #[schema(max_length = 255)]
     pub title: String,
+    #[schema(max_length = 10000)]
     pub body: String,
     /// 1 to 5.
+    #[schema(minimum = 1, maximum = 5)]
     pub rating: i64,
     /// Default `pending`.
     pub status: Option<ReviewStatus>,

@@ -44,7 +44,7 @@ fn store_of(c: &Connection, key: &str, origin: Option<&str>) -> Result<StoreId, 
 #[utoipa::path(get, path = "/storefront-api/{key}/products", tag = "storefront",
     params(("key" = String, Path, description = "The store's public key (its chat channel's)"),
            PageQuery, StorefrontProductFilter),
-    responses((status = 200, body = Page<StorefrontProduct>), (status = 403, body = ErrorBody),
+    responses((status = 200, body = Page<StorefrontProduct>), (status = 403, body = ErrorBody, description = "`forbidden`: the channel is off or the origin is not allowed"),
               (status = 404, body = ErrorBody)))]
 pub async fn list_products(
     State(st): State<AppState>,
@@ -163,7 +163,7 @@ pub async fn list_categories(
 /// `X-Cart-Token` on every call about the cart.
 #[utoipa::path(post, path = "/storefront-api/{key}/carts", tag = "storefront",
     params(("key" = String, Path)),
-    responses((status = 201, body = CartWithToken), (status = 403, body = ErrorBody),
+    responses((status = 201, body = CartWithToken), (status = 403, body = ErrorBody, description = "`forbidden`: the channel is off or the origin is not allowed"),
               (status = 404, body = ErrorBody)))]
 pub async fn create_cart(
     State(st): State<AppState>,
@@ -242,7 +242,7 @@ pub async fn get_cart(
     params(("key" = String, Path), ("cart_id" = CartId, Path), ("X-Cart-Token" = String, Header)),
     request_body = CartItemIn,
     responses((status = 200, body = CartOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict` (checked out) or `insufficient_stock`"), (status = 422, body = ErrorBody)))]
 pub async fn add_item(
     State(st): State<AppState>,
     Path((key, id)): Path<(String, CartId)>,
@@ -263,7 +263,7 @@ pub async fn add_item(
            ("X-Cart-Token" = String, Header)),
     request_body = CartItemPatch,
     responses((status = 200, body = CartOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict` (checked out) or `insufficient_stock`"), (status = 422, body = ErrorBody)))]
 pub async fn update_item(
     State(st): State<AppState>,
     Path((key, id, variant)): Path<(String, CartId, VariantId)>,
@@ -283,7 +283,7 @@ pub async fn update_item(
     params(("key" = String, Path), ("cart_id" = CartId, Path), ("variant_id" = VariantId, Path),
            ("X-Cart-Token" = String, Header)),
     responses((status = 200, body = CartOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`: the cart was checked out")))]
 pub async fn remove_item(
     State(st): State<AppState>,
     Path((key, id, variant)): Path<(String, CartId, VariantId)>,
@@ -304,7 +304,7 @@ pub async fn remove_item(
     params(("key" = String, Path), ("cart_id" = CartId, Path), ("X-Cart-Token" = String, Header)),
     request_body = CartCustomerIn,
     responses((status = 200, body = CartOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`: the cart was checked out"), (status = 422, body = ErrorBody)))]
 pub async fn set_customer(
     State(st): State<AppState>,
     Path((key, id)): Path<(String, CartId)>,
@@ -330,7 +330,7 @@ pub async fn set_customer(
     params(("key" = String, Path), ("cart_id" = CartId, Path), ("X-Cart-Token" = String, Header)),
     request_body(content = Option<CheckoutIn>),
     responses((status = 201, body = CheckoutOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict` (checked out) or `insufficient_stock`"), (status = 422, body = ErrorBody)))]
 pub async fn checkout(
     State(st): State<AppState>,
     ClientAddr(addr): ClientAddr,

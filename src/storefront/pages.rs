@@ -17,7 +17,7 @@ type ErrorBody = crate::error::ErrorBody;
 #[utoipa::path(get, path = "/storefront-api/{key}/pages", tag = "storefront",
     params(("key" = String, Path, description = "The store's public key (its chat channel's)"),
            PageQuery),
-    responses((status = 200, body = Page<StorefrontPage>), (status = 403, body = ErrorBody),
+    responses((status = 200, body = Page<StorefrontPage>), (status = 403, body = ErrorBody, description = "`forbidden`: the channel is off or the origin is not allowed"),
               (status = 404, body = ErrorBody)))]
 pub async fn list_pages(
     State(st): State<AppState>,
@@ -48,7 +48,7 @@ pub async fn list_pages(
 /// One published page by its slug (a draft, or an unknown slug, is 404).
 #[utoipa::path(get, path = "/storefront-api/{key}/pages/{slug}", tag = "storefront",
     params(("key" = String, Path), ("slug" = String, Path)),
-    responses((status = 200, body = StorefrontPage), (status = 403, body = ErrorBody),
+    responses((status = 200, body = StorefrontPage), (status = 403, body = ErrorBody, description = "`forbidden`: the channel is off or the origin is not allowed"),
               (status = 404, body = ErrorBody)))]
 pub async fn get_page(
     State(st): State<AppState>,

@@ -57,7 +57,7 @@ async fn healthz() -> Json<HealthOut> {
 /// backup (if any) did not fail. A 503 names each reason
 /// in `details.reasons`.
 #[utoipa::path(get, path = "/readyz", tag = "system",
-    responses((status = 200, body = ReadyOut), (status = 503, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = ReadyOut), (status = 503, body = crate::error::ErrorBody, description = "`service_unavailable`: the database does not answer or migrations are pending")))]
 async fn readyz(State(st): State<AppState>) -> Result<Json<ReadyOut>, AppError> {
     let clock = st.clock.clone();
     let (applied, lag) = st

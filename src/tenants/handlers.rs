@@ -39,7 +39,7 @@ fn valid_timezone(tz: &str) -> bool {
 #[utoipa::path(post, path = "/tenants", tag = "organizations", security(("bearer" = [])),
     request_body = TenantIn,
     responses((status = 201, body = TenantOut), (status = 403, body = crate::error::ErrorBody),
-              (status = 409, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
+              (status = 409, body = crate::error::ErrorBody, description = "`slug_taken`"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn create_tenant(
     State(st): State<AppState>,
     p: Principal,
@@ -161,7 +161,7 @@ pub async fn update_tenant(
 #[utoipa::path(post, path = "/stores", tag = "stores", security(("bearer" = [])),
     request_body = StoreIn,
     responses((status = 201, body = StoreOut), (status = 403, body = crate::error::ErrorBody),
-              (status = 409, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
+              (status = 409, body = crate::error::ErrorBody, description = "`slug_taken`"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn create_store(
     State(st): State<AppState>,
     UserSession(p): UserSession,
@@ -242,7 +242,7 @@ pub async fn get_store(
 #[utoipa::path(patch, path = "/stores/{store_id}", tag = "stores", security(("bearer" = [])),
     params(("store_id" = crate::ids::StoreId, Path)), request_body = StorePatch,
     responses((status = 200, body = StoreOut), (status = 403, body = crate::error::ErrorBody),
-              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody),
+              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody, description = "`slug_taken` or `conflict` (another store uses the domain)"),
               (status = 422, body = crate::error::ErrorBody)))]
 pub async fn update_store(
     State(st): State<AppState>,

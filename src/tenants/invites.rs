@@ -170,8 +170,8 @@ struct Pending {
 /// Accepts an invite (public: the token is the credential).
 #[utoipa::path(post, path = "/invites/{token}/accept", tag = "members", request_body = AcceptIn,
     params(("token" = String, Path)),
-    responses((status = 200, body = AcceptOut), (status = 401, body = crate::error::ErrorBody),
-              (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
+    responses((status = 200, body = AcceptOut), (status = 401, body = crate::error::ErrorBody, description = "`invalid_credentials`"),
+              (status = 403, body = crate::error::ErrorBody, description = "`account_disabled`"), (status = 404, body = crate::error::ErrorBody),
               (status = 422, body = crate::error::ErrorBody)))]
 pub async fn accept_invite(
     State(st): State<AppState>,

@@ -153,7 +153,7 @@ pub async fn list_members(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("user_id" = UserId, Path)),
     request_body = MemberPatch,
     responses((status = 204, description = "Changed"), (status = 403, body = crate::error::ErrorBody),
-              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
+              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody, description = "`conflict`: the last owner stays")))]
 pub async fn update_member(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -190,7 +190,7 @@ pub async fn update_member(
 #[utoipa::path(delete, path = "/stores/{store_id}/members/{user_id}", tag = "members",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("user_id" = UserId, Path)),
     responses((status = 204, description = "Removed"), (status = 403, body = crate::error::ErrorBody),
-              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
+              (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody, description = "`conflict`: the last owner stays")))]
 pub async fn remove_member(
     State(st): State<AppState>,
     scope: StoreScope,

@@ -9,6 +9,7 @@ use crate::ids::{StoreId, TenantId};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantIn {
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: String,
     /// A plan of the catalog; the billing area checks it.
     pub plan_code: Option<String>,
@@ -17,6 +18,7 @@ pub struct TenantIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantPatch {
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: Option<String>,
     /// An IANA time zone name such as `America/Sao_Paulo`.
     pub timezone: Option<String>,
@@ -39,6 +41,7 @@ pub struct TenantOut {
 #[serde(deny_unknown_fields)]
 pub struct StoreIn {
     pub tenant_id: TenantId,
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: String,
 }
 
@@ -47,6 +50,7 @@ pub struct StoreIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StorePatch {
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: Option<String>,
     /// The payment methods the store accepts; duplicates are dropped, the first occurrence's
     /// order kept. `[]` clears them (null is refused).

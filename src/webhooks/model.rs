@@ -72,8 +72,10 @@ pub struct AttemptOut {
     pub next_attempt_at: Option<String>,
 }
 
-/// One subscription of a webhook.
+/// One subscription of a webhook. Named apart from billing's `SubscriptionOut` in the
+/// document: two schemas of one name would overwrite each other.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = WebhookSubscriptionOut)]
 pub struct SubscriptionOut {
     pub webhook_id: WebhookId,
     pub event: String,

@@ -275,7 +275,7 @@ async fn transition(
 #[utoipa::path(post, path = "/stores/{store_id}/workflows/{workflow_id}/pause", tag = "workflows",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("workflow_id" = WorkflowId, Path)),
     responses((status = 200, body = WorkflowOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`")))]
 pub async fn pause_workflow(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -289,7 +289,7 @@ pub async fn pause_workflow(
 #[utoipa::path(post, path = "/stores/{store_id}/workflows/{workflow_id}/resume", tag = "workflows",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("workflow_id" = WorkflowId, Path)),
     responses((status = 200, body = WorkflowOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`")))]
 pub async fn resume_workflow(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -433,7 +433,7 @@ pub async fn get_run(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("workflow_id" = WorkflowId, Path)),
     request_body(content = Option<RunIn>, description = "Optional; no body runs about nothing in particular."),
     responses((status = 201, body = RunOut), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`"), (status = 422, body = ErrorBody)))]
 pub async fn run_workflow(
     State(st): State<AppState>,
     scope: StoreScope,

@@ -290,6 +290,7 @@ pub struct WorkflowOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowIn {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
@@ -307,6 +308,7 @@ pub struct WorkflowIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowPatch {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
     pub description: Option<String>,
     pub graph: Option<Graph>,

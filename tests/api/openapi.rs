@@ -152,3 +152,268 @@ async fn public_operations_need_no_token_in_the_document() {
         "the limits are explained: {ask}"
     );
 }
+
+/// Both served documents.
+async fn both_documents() -> Vec<(&'static str, serde_json::Value)> {
+    let app = spawn_app().await;
+    let mut docs = Vec::new();
+    for name in ["admin", "storefront"] {
+        let r = app.get(&format!("/v1/openapi/{name}.json")).await;
+        r.expect(200);
+        docs.push((name, r.body));
+    }
+    docs
+}
+
+/// Every operation of a document: `(path, method, operation)`.
+fn operations(doc: &serde_json::Value) -> Vec<(String, String, serde_json::Value)> {
+    let mut ops = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for m in ["get", "put", "post", "delete", "patch"] {
+            if item[m].is_object() {
+                ops.push((path.clone(), m.to_owned(), item[m].clone()));
+            }
+        }
+    }
+    ops
+}
+
+/// The API reference shows each operation's error codes: every 4xx/5xx response names, in
+/// backticks, at least one `code`, and every code named is one `ErrorCode` has.
+#[tokio::test]
+async fn every_error_response_names_its_codes() {
+    for (name, doc) in both_documents().await {
+        let known: BTreeSet<String> = doc["components"]["schemas"]["ErrorCode"]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: ErrorCode is defined"))
+            .iter()
+            .map(|c| c.as_str().unwrap().to_owned())
+            .collect();
+        for (path, method, op) in operations(&doc) {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                if !(status.starts_with('4') || status.starts_with('5')) {
+                    continue;
+                }
+                let description = response["description"].as_str().unwrap_or("");
+                let named: Vec<&str> = description.split('`').skip(1).step_by(2).collect();
+                let codes: Vec<&str> = named
+                    .iter()
+                    .copied()
+                    .filter(|w| {
+                        w.chars()
+                            .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
+                    })
+                    .filter(|w| w.contains('_') || known.contains(*w))
+                    .collect();
+                assert!(
+                    !codes.is_empty(),
+                    "{name}: {method} {path} {status} names no code: {description:?}"
+                );
+                for code in codes {
+                    assert!(
+                        known.contains(code),
+                        "{name}: {method} {path} {status} names `{code}`, which is no ErrorCode"
+                    );
+                }
+            }
+            // Every credentialed operation says what a missing or weak credential gets.
+            if op["security"].as_array().is_some_and(|s| !s.is_empty()) {
+                for status in ["401", "403", "429"] {
+                    assert!(
+                        op["responses"][status].is_object(),
+                        "{name}: {method} {path} documents {status}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Spec 8: every POST documents the optional `Idempotency-Key` header.
+#[tokio::test]
+async fn every_post_documents_the_idempotency_key() {
+    for (name, doc) in both_documents().await {
+        for (path, method, op) in operations(&doc) {
+            if method != "post" {
+                continue;
+            }
+            let key = op["parameters"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["name"] == "Idempotency-Key"));
+            let key =
+                key.unwrap_or_else(|| panic!("{name}: POST {path} documents Idempotency-Key"));
+            assert_eq!(key["in"], "header");
+            assert_eq!(key["schema"]["maxLength"], 255);
+        }
+    }
+}
+
+/// Every `$ref` in either document points at something the document defines.
+#[tokio::test]
+async fn every_reference_resolves() {
+    fn refs<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(r) = m.get("$ref").and_then(|r| r.as_str()) {
+                    out.push(r);
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    for (name, doc) in both_documents().await {
+        let mut found = Vec::new();
+        refs(&doc, &mut found);
+        assert!(!found.is_empty());
+        for r in found {
+            let pointer = r
+                .strip_prefix('#')
+                .unwrap_or_else(|| panic!("{name}: {r} is local"));
+            assert!(doc.pointer(pointer).is_some(), "{name}: {r} is not defined");
+        }
+    }
+    let docs = both_documents().await;
+    let admin = &docs[0].1;
+    for schema in ["HealthOut", "ReadyOut"] {
+        assert!(
+            admin["components"]["schemas"][schema].is_object(),
+            "{schema}"
+        );
+    }
+}
+
+/// Sign-in answers are unions told apart by `status`: named variants and a discriminator,
+/// the form client generators read.
+#[tokio::test]
+async fn unions_are_named_and_discriminated() {
+    let docs = both_documents().await;
+    let schemas = &docs[0].1["components"]["schemas"];
+    for (union, variants) in [
+        ("LoginOut", ["authenticated", "two_factor_required"]),
+        ("AcceptOut", ["authenticated", "accepted"]),
+    ] {
+        let s = &schemas[union];
+        assert_eq!(s["discriminator"]["propertyName"], "status", "{union}: {s}");
+        for v in variants {
+            let r = s["discriminator"]["mapping"][v]
+                .as_str()
+                .unwrap_or_else(|| panic!("{union} maps {v}"));
+            let target = r.rsplit('/').next().unwrap();
+            assert!(schemas[target].is_object(), "{r}");
+        }
+        for v in s["oneOf"].as_array().unwrap() {
+            assert!(
+                v["$ref"].is_string(),
+                "{union}: every variant is named: {v}"
+            );
+        }
+    }
+    // No inline union is left for generators to choke on.
+    for (name, s) in schemas.as_object().unwrap() {
+        if let Some(variants) = s["oneOf"].as_array() {
+            let inline_tagged = variants.iter().any(|v| v["allOf"].is_array());
+            assert!(
+                !inline_tagged || s["discriminator"].is_object(),
+                "{name}: {s}"
+            );
+        }
+    }
+}
+
+/// Each create links to the operations on what it created, so a client (or a stateful
+/// fuzzer) can follow the id it was handed.
+#[tokio::test]
+async fn creates_link_to_what_they_created() {
+    let docs = both_documents().await;
+    let doc = &docs[0].1;
+    let links =
+        &doc["paths"]["/stores/{store_id}/purchase-orders"]["post"]["responses"]["201"]["links"];
+    let links = links.as_object().unwrap_or_else(|| panic!("{links}"));
+    let ids: BTreeSet<String> = operations(doc)
+        .into_iter()
+        .filter_map(|(_, _, op)| op["operationId"].as_str().map(str::to_owned))
+        .collect();
+    assert!(links.len() >= 2, "{links:?}");
+    for link in links.values() {
+        assert!(
+            ids.contains(link["operationId"].as_str().unwrap()),
+            "{link}"
+        );
+        assert_eq!(link["parameters"]["store_id"], "$request.path.store_id");
+        let to_id = link["parameters"]
+            .as_object()
+            .unwrap()
+            .values()
+            .any(|v| v == "$response.body#/id");
+        assert!(to_id, "{link}");
+    }
+}
+
+/// Schemas say what the wire carries and what the handlers enforce: enum values are the
+/// snake_case texts sent, and input strings carry the handlers' length limits.
+#[tokio::test]
+async fn schemas_carry_wire_values_and_input_limits() {
+    let docs = both_documents().await;
+    let schemas = &docs[0].1["components"]["schemas"];
+    assert_eq!(
+        schemas["PageStatus"]["enum"],
+        serde_json::json!(["draft", "published"])
+    );
+    assert!(
+        schemas["ChannelKind"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("storefront_chat")),
+        "{}",
+        schemas["ChannelKind"]
+    );
+    let title = &schemas["ProductIn"]["properties"]["title"];
+    assert_eq!(title["minLength"], 1, "{title}");
+    assert_eq!(title["maxLength"], 255, "{title}");
+    let rating = &schemas["ReviewIn"]["properties"]["rating"];
+    assert_eq!(
+        (rating["minimum"].as_f64(), rating["maximum"].as_f64()),
+        (Some(1.0), Some(5.0)),
+        "{rating}"
+    );
+    // Billing's subscription and a webhook's subscription are two schemas, not one.
+    assert!(schemas["SubscriptionOut"]["properties"]["plan_code"].is_object());
+    assert!(schemas["WebhookSubscriptionOut"]["properties"]["webhook_id"].is_object());
+    // The assistant's message roles and the store roles, likewise.
+    let roles = |name: &str| {
+        schemas[name]["enum"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        roles("Role").contains(&serde_json::json!("owner")),
+        "{}",
+        schemas["Role"]
+    );
+    assert!(
+        roles("MessageRole").contains(&serde_json::json!("user")),
+        "{}",
+        schemas["MessageRole"]
+    );
+    let limit = doc_param(&docs[0].1, "/stores/{store_id}/orders", "limit");
+    assert_eq!(
+        (
+            limit["schema"]["minimum"].as_u64(),
+            limit["schema"]["maximum"].as_u64()
+        ),
+        (Some(1), Some(200)),
+        "{limit}"
+    );
+}
+
+/// A GET operation's parameter by name.
+fn doc_param(doc: &serde_json::Value, path: &str, name: &str) -> serde_json::Value {
+    doc["paths"][path]["get"]["parameters"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("GET {path} has {name}"))
+}

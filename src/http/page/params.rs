@@ -31,6 +31,7 @@ pub struct PageParams {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Page size, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
     /// Opaque cursor from a previous page's `next_cursor`.
     pub cursor: Option<String>,

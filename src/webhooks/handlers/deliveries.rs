@@ -59,7 +59,7 @@ pub async fn list_deliveries(
     tag = "webhooks", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("webhook_id" = WebhookId, Path), ("delivery_id" = AttemptId, Path)),
     responses((status = 202, body = Queued), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`")))]
 pub async fn retry_delivery(
     State(st): State<AppState>,
     scope: StoreScope,
@@ -87,7 +87,7 @@ pub async fn retry_delivery(
 #[utoipa::path(post, path = "/stores/{store_id}/webhooks/{webhook_id}/test", tag = "webhooks",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("webhook_id" = WebhookId, Path)),
     responses((status = 202, body = Queued), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+              (status = 409, body = ErrorBody, description = "`conflict`: the endpoint is disabled")))]
 pub async fn send_test(
     State(st): State<AppState>,
     scope: StoreScope,
