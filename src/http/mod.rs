@@ -15,6 +15,7 @@ pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod openapi;
+pub mod openapi_examples;
 pub mod page;
 pub mod permissions;
 pub mod rate_limit;

@@ -130,7 +130,7 @@ fn first_sentence(s: &str) -> &str {
 /// Everything the annotations cannot say once per operation, added to a serialized document
 /// (spec 1-3, 8): error responses every authenticated operation can answer, the codes each
 /// error response can carry, the `Idempotency-Key` header of every POST, links from creates
-/// to what they created, and named, discriminated unions.
+/// to what they created, named, discriminated unions, and an example of every JSON body.
 pub fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
     let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serializes");
     let codes = error_codes();
@@ -159,6 +159,7 @@ pub fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
     name_unions(&mut doc);
     drop_object_defaults(&mut doc);
     add_links(&mut doc, &ops);
+    super::openapi_examples::add(&mut doc);
     doc
 }
 

@@ -116,7 +116,8 @@ async fn readyz(State(st): State<AppState>) -> Result<Json<ReadyOut>, AppError> 
 
 /// This OpenAPI document.
 #[utoipa::path(get, path = "/openapi/admin.json", tag = "system",
-    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json")))]
+    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json",
+        body = Object, example = json!({"openapi": "3.1.0", "info": {"title": "merchant-admin", "version": "1"}, "paths": {}}))))]
 async fn get_openapi(State(st): State<AppState>) -> impl IntoResponse {
     let body = st.openapi_json.get().cloned().unwrap_or_default();
     ([(header::CONTENT_TYPE, "application/json")], body)
@@ -124,7 +125,8 @@ async fn get_openapi(State(st): State<AppState>) -> impl IntoResponse {
 
 /// The storefront API's OpenAPI document (`/storefront-api/...`, spec 9.1).
 #[utoipa::path(get, path = "/openapi/storefront.json", tag = "system",
-    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json")))]
+    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json",
+        body = Object, example = json!({"openapi": "3.1.0", "info": {"title": "merchant-admin", "version": "1"}, "paths": {}}))))]
 async fn get_storefront_openapi(State(st): State<AppState>) -> impl IntoResponse {
     let body = st
         .storefront_openapi_json

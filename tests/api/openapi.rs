@@ -417,3 +417,54 @@ fn doc_param(doc: &serde_json::Value, path: &str, name: &str) -> serde_json::Val
         .cloned()
         .unwrap_or_else(|| panic!("GET {path} has {name}"))
 }
+
+/// Issue 21: the reference shows a body to copy for every operation. Every JSON request body
+/// and response carries an example; an error's example carries a code its response names.
+/// (`.ci/openapi-check` validates each example against its schema.)
+#[tokio::test]
+async fn every_json_body_has_an_example() {
+    for (name, doc) in both_documents().await {
+        let mut missing = Vec::new();
+        for (path, method, op) in operations(&doc) {
+            let mut media = vec![(
+                "request".to_owned(),
+                op["requestBody"]["content"]["application/json"].clone(),
+                String::new(),
+            )];
+            for (status, r) in op["responses"].as_object().unwrap() {
+                media.push((
+                    status.clone(),
+                    r["content"]["application/json"].clone(),
+                    r["description"].as_str().unwrap_or("").to_owned(),
+                ));
+            }
+            for (status, m, description) in media {
+                if m.is_null() {
+                    continue;
+                }
+                let example = &m["example"];
+                if example.is_null() {
+                    missing.push(format!("{method} {path} {status}"));
+                } else if let Some(code) = example["code"]
+                    .as_str()
+                    .filter(|_| status.starts_with('4') || status.starts_with('5'))
+                {
+                    assert!(
+                        description.contains(&format!("`{code}`")),
+                        "{name}: {method} {path} {status}: {code} is not in {description:?}"
+                    );
+                }
+            }
+        }
+        assert!(missing.is_empty(), "{name}: no example for {missing:#?}");
+    }
+    // One known operation, as an integrator reads it.
+    let docs = both_documents().await;
+    let refund = &docs[0].1["paths"]["/stores/{store_id}/orders/{order_id}/refund"]["post"];
+    let body = &refund["requestBody"]["content"]["application/json"]["example"];
+    assert!(body["amount_cents"].as_i64().unwrap() > 0, "{body}");
+    assert_eq!(
+        refund["responses"]["502"]["content"]["application/json"]["example"]["code"],
+        "payment_provider_failed"
+    );
+}
