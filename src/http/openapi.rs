@@ -94,13 +94,15 @@ pub fn tidy_summaries(doc: &mut utoipa::openapi::OpenApi) {
             };
             let paragraph = summary.split_whitespace().collect::<Vec<_>>().join(" ");
             let first = first_sentence(&paragraph);
-            if first.len() < paragraph.len() {
+            // Viewers show a summary as plain text: code marks stay in the description.
+            let plain = first.replace('`', "");
+            if first.len() < paragraph.len() || plain.len() < first.len() {
                 op.description = Some(match op.description.take() {
                     Some(rest) => format!("{paragraph}\n\n{rest}"),
                     None => paragraph.clone(),
                 });
             }
-            op.summary = Some(first.to_owned());
+            op.summary = Some(plain);
         }
     }
 }

@@ -254,6 +254,7 @@ pub async fn list_channels(
     Ok(Json(page))
 }
 
+/// One channel, with its settings (secrets never leave the server).
 #[utoipa::path(get, path = "/stores/{store_id}/channels/{channel_id}", tag = "inbox",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("channel_id" = ChannelId, Path)),
     responses((status = 200, body = ChannelOut), (status = 404, body = ErrorBody)))]

@@ -292,6 +292,8 @@ pub async fn list_messages_in(
     .await
 }
 
+/// A page of a conversation's messages, newest first; with `after` (or `created_after`)
+/// oldest first, for catching up after a reconnect (spec 6.4).
 #[utoipa::path(get, path = "/stores/{store_id}/conversations/{conversation_id}/messages",
     tag = "inbox", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("conversation_id" = ConversationId, Path), MessageFilter,

@@ -468,3 +468,18 @@ async fn every_json_body_has_an_example() {
         "payment_provider_failed"
     );
 }
+
+/// Viewers list operations by summary, as plain text: every operation has one, a single
+/// line without code marks (the whole paragraph, marks and all, is in its description).
+#[tokio::test]
+async fn every_operation_has_a_plain_one_line_summary() {
+    for (name, doc) in both_documents().await {
+        for (path, method, op) in operations(&doc) {
+            let summary = op["summary"].as_str().unwrap_or("");
+            assert!(
+                !summary.is_empty() && !summary.contains('`') && !summary.contains('\n'),
+                "{name}: {method} {path}: {summary:?}"
+            );
+        }
+    }
+}
