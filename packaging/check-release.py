@@ -8,8 +8,8 @@ holding nothing but itself (plus resolv.conf, hosts and a test CA), under `env -
   /etc/resolv.conf, so a delivery that reaches it went through musl's own resolver;
 - a webhook over plain HTTP to http://hook.test:8081 is delivered and correctly signed;
 - a webhook over TLS to https://hook.test:8443 (a certificate for hook.test from a test CA)
-  reaches the TLS handshake (SNI hook.test) and is refused by the binary as an unknown
-  issuer, although the test CA sits in the chroot's /etc/ssl/certs and SSL_CERT_FILE names
+  reaches the TLS handshake (SNI hook.test), which the binary abandons: the attempt it
+  records says UnknownIssuer, although the test CA sits in the chroot's /etc/ssl/certs and SSL_CERT_FILE names
   it: the roots are compiled in (webpki-roots), the host's store is never read;
 - `healthcheck` (the image's HEALTHCHECK), `backup` while serving, and a clean SIGTERM stop.
 
@@ -28,6 +28,7 @@ import ssl
 import struct
 import subprocess
 import sys
+import shutil
 import threading
 import time
 import urllib.request
@@ -36,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT, WORK = sys.argv[1], sys.argv[2]
 HOOK_IP = "100.128.0.10"  # see check-release.sh: public-looking, bound to this namespace's lo
 API = "http://127.0.0.1:8080"
+CHROOT = shutil.which("chroot")  # env -i leaves no PATH to find it by
 USER = "65534:65534"  # nobody: the server runs unprivileged, as in the image
 PASSWORD = "check-release-password"
 
@@ -116,7 +118,7 @@ def dns_tcp():
 class Receiver(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        hits.append((self.path, dict(self.headers), body))
+        hits.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         self.send_response(204)
         self.end_headers()
 
@@ -151,7 +153,7 @@ def binary(*args, env=None, **kw):
     environment holding only LD_LIBRARY_PATH (empty) and what the caller adds."""
     extra = [f"{k}={v}" for k, v in (env or {}).items()]
     cmd = ["env", "-i", "LD_LIBRARY_PATH=", *extra]
-    cmd += ["chroot", f"--userspec={USER}", ROOT, "/merchant-admin", *args]
+    cmd += [CHROOT, f"--userspec={USER}", ROOT, "/merchant-admin", *args]
     return cmd
 
 
@@ -254,9 +256,9 @@ def check(store):
     want = "sha256=" + base64.b64encode(
         hmac.new(hook["secret"].encode(), raw, hashlib.sha256).digest()
     ).decode()
-    if path != "/hook" or headers.get("X-Webhook-Signature") != want:
+    if path != "/hook" or headers.get("x-webhook-signature") != want:
         fail(f"the delivery is not the signed test event: {path} {headers}")
-    print(f"delivered: {headers.get('X-Webhook-Event')} {len(raw)} bytes, signature verified")
+    print(f"delivered: {headers.get('x-webhook-event')} {len(raw)} bytes, signature verified")
     names = sorted({q for q in queries if q[0] == "hook.test"})
     print(f"DNS stub answered: {names} (1 = A, 28 = AAAA)")
     if ("hook.test", 1) not in names:
@@ -271,8 +273,10 @@ def check(store):
     api("POST", f"/v1/stores/{store}/webhooks/{tls_hook['id']}/test", {}, token)
     sni, outcome = wait_for("the TLS handshake", lambda: handshakes and handshakes[0], 60)
     print(f"TLS server saw SNI {sni!r}: {outcome}")
-    if sni != "hook.test" or "unknown ca" not in outcome.lower():
-        fail("expected a ClientHello for hook.test that the client aborts with unknown_ca")
+    # The client hangs up after the server's certificate (an unknown_ca alert, or none
+    # flushed before the close); why it did is in the attempt it records, below.
+    if sni != "hook.test" or outcome == "completed":
+        fail("expected a ClientHello for hook.test and a handshake the client abandons")
 
     def attempt_error():
         _, page = api(
