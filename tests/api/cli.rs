@@ -969,3 +969,52 @@ async fn billing_unapplied_lists_the_payments_no_invoice_took() {
     assert_eq!(line["amount_cents"], 4_900);
     assert_eq!(line["paid_at"], "2026-11-20T10:00:00.000000Z");
 }
+
+fn healthcheck(addr: &str) -> Output {
+    Command::new(BIN)
+        .args(["healthcheck", "--addr", addr, "--timeout-secs", "5"])
+        .stdin(Stdio::null())
+        .env_remove("MERCHANT_ADMIN_ADDR")
+        .env("HTTP_PROXY", "http://127.0.0.1:9") // never used: the probe takes no proxy
+        .output()
+        .expect("run merchant-admin healthcheck")
+}
+
+#[tokio::test]
+async fn healthcheck_exits_0_only_while_readyz_answers_200() {
+    let app = spawn_app().await;
+    let port = app.addr.port();
+    // The container sets MERCHANT_ADMIN_ADDR=0.0.0.0:8080: probed on loopback.
+    for addr in [app.addr.to_string(), format!("0.0.0.0:{port}")] {
+        let out = tokio::task::spawn_blocking(move || healthcheck(&addr))
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let body: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(body["status"], "ready");
+    }
+
+    // Not ready (shutting down): a non-zero exit naming the status and the reasons.
+    app.state
+        .shutting_down
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let addr = app.addr.to_string();
+    let out = tokio::task::spawn_blocking(move || healthcheck(&addr))
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("503") && stderr(&out).contains("shutting_down"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Nothing listening: a non-zero exit, not a hang.
+    let (stopped, _dir) = app.stop().await;
+    stopped.unwrap();
+    let out = tokio::task::spawn_blocking(move || healthcheck(&format!("127.0.0.1:{port}")))
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("/readyz"), "{}", stderr(&out));
+}
