@@ -969,3 +969,36 @@ async fn billing_unapplied_lists_the_payments_no_invoice_took() {
     assert_eq!(line["amount_cents"], 4_900);
     assert_eq!(line["paid_at"], "2026-11-20T10:00:00.000000Z");
 }
+
+/// `--backup-every` outside 1m..=30d stops `serve` before it opens anything, naming the flag
+/// and the range: a zero would back up without pause, a huge value (a typo such as `6000h`)
+/// would look scheduled and never run.
+#[test]
+fn backup_every_out_of_range_stops_serve_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let backups = dir.path().join("backups");
+    for every in ["0s", "59s", "31d", "6000h", "100years"] {
+        let out = run(
+            &[
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--backup-dir",
+                backups.to_str().unwrap(),
+                "--backup-every",
+                every,
+            ],
+            dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{every}: a usage error");
+        let err = stderr(&out);
+        assert!(
+            err.contains("--backup-every") && err.contains("from 1m to 30d"),
+            "{every}: {err}"
+        );
+        assert!(
+            !dir.path().join("merchant-admin.db").exists() && !backups.exists(),
+            "{every}: refused before anything was created"
+        );
+    }
+}
