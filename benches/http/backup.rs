@@ -113,11 +113,14 @@ async fn write_load(
                     .json(&json!({"name": format!("Writer {w} #{n}")}))
                     .send()
                     .await;
-                match r {
-                    Ok(r) if r.status().is_success() && r.bytes().await.is_ok() => {
-                        lat.push((due, due.elapsed()));
-                    }
-                    _ => errors += 1,
+                let ok = match r {
+                    Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
+                    Err(_) => false,
+                };
+                if ok {
+                    lat.push((due, due.elapsed()));
+                } else {
+                    errors += 1;
                 }
             }
             (lat, errors)

@@ -158,7 +158,14 @@ pub fn backup_with(
 /// leftover nobody holds (a backup killed mid-copy) is replaced when it is empty or a SQLite
 /// file; one another backup holds, or a file of someone else's, is refused.
 fn claim_partial(partial: &Path) -> anyhow::Result<File> {
-    if fs::symlink_metadata(partial).is_ok() {
+    if let Ok(meta) = fs::symlink_metadata(partial) {
+        // Checked before opening: opening a FIFO would wait forever.
+        if !meta.file_type().is_file() {
+            bail!(
+                "{} is in the way (not a regular file); move it",
+                partial.display()
+            );
+        }
         let old =
             File::open(partial).with_context(|| format!("{} is in the way", partial.display()))?;
         match old.try_lock() {
@@ -207,6 +214,10 @@ fn sidecar(path: &Path, suffix: &str) -> PathBuf {
 
 /// Whether `partial` is a leftover copy no live backup holds (safe to delete).
 pub fn is_stale_partial(partial: &Path) -> bool {
+    // Checked before opening: opening a FIFO would wait forever.
+    if !fs::symlink_metadata(partial).is_ok_and(|m| m.file_type().is_file()) {
+        return false;
+    }
     let Ok(f) = File::open(partial) else {
         return false;
     };

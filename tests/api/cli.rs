@@ -1027,10 +1027,10 @@ fn bar_states(screen: &str) -> Vec<(u64, u64, u64)> {
         let after = &screen[at + " pages (".len()..];
         let pct = after.split('%').next().unwrap_or("");
         let mut parts = before.split('/');
-        if let (Some(d), Some(t), Ok(p)) = (parts.next(), parts.next(), pct.parse()) {
-            if let (Ok(d), Ok(t)) = (d.parse(), t.parse()) {
-                found.push((d, t, p));
-            }
+        if let (Some(d), Some(t), Ok(p)) = (parts.next(), parts.next(), pct.parse())
+            && let (Ok(d), Ok(t)) = (d.parse(), t.parse())
+        {
+            found.push((d, t, p));
         }
     }
     found
