@@ -197,7 +197,7 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_BACKUP_DIR")]
     pub backup_dir: Option<PathBuf>,
 
-    /// How often the scheduled backup runs, e.g. `6h`, `30m`, `1d` (at least a minute).
+    /// How often the scheduled backup runs, e.g. `6h`, `30m`, `1d` (from 1m to 30d).
     #[arg(long, env = "MERCHANT_ADMIN_BACKUP_EVERY", default_value = "6h",
           value_parser = crate::config::parse_backup_every)]
     pub backup_every: std::time::Duration,
