@@ -238,13 +238,14 @@ fn string(s: &Value, field: &str) -> String {
         .and_then(Value::as_u64)
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(usize::MAX);
-    // An anchored pattern (a slug, a token's printable characters): the text as a slug,
-    // which every such pattern in the documents accepts.
+    // An anchored pattern (a slug, a token's printable characters, a URL): text with
+    // spaces or capitals becomes a slug, which those patterns accept; a URL stays as it is.
     let anchored = s
         .get("pattern")
         .and_then(Value::as_str)
         .is_some_and(|p| p.starts_with('^'));
-    let mut out = if anchored && format.is_empty() {
+    let spaced = base.chars().any(|c| c.is_whitespace() || c.is_uppercase());
+    let mut out = if anchored && format.is_empty() && spaced {
         slug(&base)
     } else {
         base
@@ -387,7 +388,10 @@ mod tests {
                     "note": {"type": ["string", "null"], "maxLength": 3},
                     "id": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Id"}]},
                     "lines": {"type": "array", "minItems": 2, "items": {"$ref": "#/components/schemas/Line"}},
-                    "created_at": {"type": "string"}
+                    "created_at": {"type": "string"},
+                    "slug": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
+                    "name": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
+                    "url": {"type": "string", "pattern": "^https?://[a-z0-9.]+(/.*)?$"}
                 }}
             }},
             "paths": {"/x": {"post": {
@@ -408,6 +412,12 @@ mod tests {
         assert_eq!(ex["id"].as_str().unwrap().len(), 36);
         assert_eq!(ex["lines"], json!([{"quantity": 1}, {"quantity": 1}]));
         assert_eq!(ex["created_at"], "2026-03-14T15:09:26Z");
+        assert_eq!(ex["slug"], "summer-sale");
+        assert_eq!(
+            ex["name"], "blue-t-shirt",
+            "a slug pattern makes text a slug"
+        );
+        assert_eq!(ex["url"], "https://shop.example.com/", "a URL stays a URL");
         assert_eq!(
             op["responses"]["200"]["content"]["application/json"]["example"],
             json!(["open"])
