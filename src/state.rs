@@ -94,6 +94,7 @@ impl AppState {
             metrics.histogram("db_wait_seconds", &[("pool", "read")]),
             metrics.histogram("db_wait_seconds", &[("pool", "write")]),
         );
+        db.observe_batches(metrics.histogram("db_write_batch_size", &[]));
         Ok(Self(Arc::new(Shared {
             db,
             jobs: Arc::new(job_registry()),

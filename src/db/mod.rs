@@ -200,6 +200,8 @@ pub struct Db {
     /// The writer thread's queue: writes run there in batches that share a commit
     /// ([`writer`]); blocking code elsewhere takes the mutex directly.
     write_queue: Queue<writer::Write>,
+    /// Where the writer records each batch's size, once metrics are on.
+    batch_sizes: Arc<std::sync::OnceLock<metrics::Histogram>>,
 }
 
 impl Db {
@@ -247,11 +249,24 @@ impl Db {
         let (write_queue, writes) = Queue::new("db-write", queue_limit);
         let epoch = Arc::new(AtomicU64::new(0));
         let jobs_ready = Arc::new(Notify::new());
-        writer::start(writer.clone(), writes, writer::Limits::default(), {
-            let (jobs, touched) = (job_inserted.clone(), credentials_touched.clone());
-            let (epoch, ready) = (epoch.clone(), jobs_ready.clone());
-            move || Self::after_commit(&jobs, &touched, &epoch, &ready)
-        });
+        let batch_sizes = Arc::<std::sync::OnceLock<metrics::Histogram>>::default();
+        let sizes = batch_sizes.clone();
+        writer::start(
+            writer.clone(),
+            writes,
+            writer::Limits::default(),
+            move |n| {
+                if let Some(h) = sizes.get() {
+                    #[allow(clippy::cast_precision_loss)] // a batch holds at most 64 writes
+                    h.record(n as f64);
+                }
+            },
+            {
+                let (jobs, touched) = (job_inserted.clone(), credentials_touched.clone());
+                let (epoch, ready) = (epoch.clone(), jobs_ready.clone());
+                move || Self::after_commit(&jobs, &touched, &epoch, &ready)
+            },
+        );
         Ok(Self {
             writer,
             readers,
@@ -262,6 +277,7 @@ impl Db {
                 || {},
             ),
             write_queue,
+            batch_sizes,
             job_inserted,
             jobs_ready,
             credentials_touched,
@@ -321,6 +337,12 @@ impl Db {
     /// Reads and writes waiting for a database thread now.
     pub fn queue_depths(&self) -> (usize, usize) {
         (self.read_threads.queued(), self.write_queue.queued())
+    }
+
+    /// Records how many writes each of the writer's commits holds, from now on (the first
+    /// call wins).
+    pub fn observe_batches(&self, h: metrics::Histogram) {
+        let _ = self.batch_sizes.set(h);
     }
 
     /// Records every read's and write's wait for a database thread from now on.

@@ -114,11 +114,13 @@ impl Default for Limits {
 }
 
 /// Starts the writer thread: it takes batches of writes from `rx` and runs them on `conn`;
-/// `after_commit` runs after each batch's commit, with the mutex still held.
+/// `sized` is told each batch's size; `after_commit` runs after each batch's commit, with
+/// the mutex still held.
 pub fn start(
     conn: Arc<Mutex<Connection>>,
     rx: crossbeam_channel::Receiver<Write>,
     limits: Limits,
+    sized: impl Fn(usize) + Send + 'static,
     after_commit: impl Fn() + Send + 'static,
 ) {
     std::thread::Builder::new()
@@ -126,7 +128,7 @@ pub fn start(
         .spawn(move || {
             while let Ok(first) = rx.recv() {
                 let mut c = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                run_batch(&mut c, first, &rx, limits);
+                sized(run_batch(&mut c, first, &rx, limits));
                 after_commit();
             }
         })
@@ -139,13 +141,13 @@ fn run_batch(
     first: Write,
     rx: &crossbeam_channel::Receiver<Write>,
     limits: Limits,
-) {
+) -> usize {
     if let Err(e) = c.execute_batch("BEGIN IMMEDIATE") {
         // Another process holds the write lock past the busy timeout: this write fails,
         // the next ones try again.
         let (_, finish) = first(Err(e.into()));
         finish(Err("not begun"));
-        return;
+        return 1;
     }
     let started = Instant::now();
     let mut finishes: Vec<(bool, Finish)> = Vec::new();
@@ -186,6 +188,7 @@ fn run_batch(
     if outcome.is_err() && !c.is_autocommit() {
         let _ = c.execute_batch("ROLLBACK");
     }
+    let size = finishes.len();
     for (kept, finish) in finishes {
         // A write that was not kept answers with its own error whatever the commit did.
         finish(if kept {
@@ -194,6 +197,7 @@ fn run_batch(
             Ok(())
         });
     }
+    size
 }
 
 #[cfg(test)]
@@ -230,7 +234,15 @@ mod tests {
             writes: 64,
             time: Duration::from_secs(60),
         };
-        super::start(conn.clone(), rx, limits, || {});
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        let sized = sizes.clone();
+        super::start(
+            conn.clone(),
+            rx,
+            limits,
+            move |n| sized.lock().unwrap().push(n),
+            || {},
+        );
 
         // The writer is busy (its connection taken) while the writes queue.
         let busy = conn.lock().unwrap();
@@ -297,6 +309,7 @@ mod tests {
         assert_eq!(*published.lock().unwrap(), vec![4]);
 
         assert_eq!(commits.load(Ordering::SeqCst) - before, 1, "one commit");
+        assert_eq!(*sizes.lock().unwrap(), vec![7], "of the seven writes");
         let c = conn.lock().unwrap();
         let rows: Vec<i64> = c
             .prepare("SELECT x FROM t ORDER BY x")
