@@ -36,6 +36,10 @@ type Finish = Box<dyn FnOnce(Result<(), &str>) + Send>;
 
 /// A write as queued: given its savepoint (or, if none could be begun, the reason), it
 /// runs, and says whether to keep its changes and how to answer its caller.
+///
+/// A write that ran and failed is answered its own error once the batch commits; if the
+/// batch is lost, with the batch's error instead: its failure may have come from what an
+/// earlier write of the batch did (an e-mail taken, a key in use), which never happened.
 pub type Write = Box<dyn FnOnce(Result<&Tx<'_>, AppError>) -> (bool, Finish) + Send>;
 
 /// Wraps `f` (and `publish`, which runs after the commit) as a queued [`Write`] whose
@@ -66,24 +70,28 @@ where
                 return (false, finish);
             }
         };
+        let lost = |why: &str| AppError::internal(anyhow::anyhow!("the commit failed: {why}"));
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(sp))) {
             Ok(Ok((out, published))) => {
                 let finish: Finish = Box::new(move |commit| match commit {
                     Ok(()) => {
-                        publish(published);
-                        let _ = answer.send(Ok(Ok(out)));
+                        // A panic in `publish` reaches its caller, not the writer thread.
+                        let published =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                publish(published)
+                            }));
+                        let _ = answer.send(published.map(|()| Ok(out)));
                     }
                     Err(why) => {
-                        let e = AppError::internal(anyhow::anyhow!("the commit failed: {why}"));
-                        let _ = answer.send(Ok(Err(e)));
+                        let _ = answer.send(Ok(Err(lost(why))));
                     }
                 });
                 (true, finish)
             }
             Ok(Err(e)) => (
                 false,
-                Box::new(move |_| {
-                    let _ = answer.send(Ok(Err(e)));
+                Box::new(move |commit| {
+                    let _ = answer.send(Ok(Err(commit.map_or_else(|why| lost(why), |()| e))));
                 }),
             ),
             Err(panic) => (
@@ -114,8 +122,9 @@ impl Default for Limits {
 }
 
 /// Starts the writer thread: it takes batches of writes from `rx` and runs them on `conn`;
-/// `sized` is told each batch's size; `after_commit` runs after each batch's commit, with
-/// the mutex still held.
+/// `sized` is told each batch's size; `after_commit` runs after each batch's commit (or
+/// rollback), with the mutex still held and before any of its callers is answered: a
+/// revoked token's caller must not be answered before the credentials epoch moves.
 pub fn start(
     conn: Arc<Mutex<Connection>>,
     rx: crossbeam_channel::Receiver<Write>,
@@ -128,8 +137,7 @@ pub fn start(
         .spawn(move || {
             while let Ok(first) = rx.recv() {
                 let mut c = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                sized(run_batch(&mut c, first, &rx, limits));
-                after_commit();
+                sized(run_batch(&mut c, first, &rx, limits, &after_commit));
             }
         })
         .expect("the writer thread starts");
@@ -141,34 +149,45 @@ fn run_batch(
     first: Write,
     rx: &crossbeam_channel::Receiver<Write>,
     limits: Limits,
+    after_commit: &dyn Fn(),
 ) -> usize {
-    if let Err(e) = c.execute_batch("BEGIN IMMEDIATE") {
+    let mut begun = c.execute_batch("BEGIN IMMEDIATE");
+    if begun.is_err() && !c.is_autocommit() {
+        // A transaction left open by a rollback that failed: end it and begin again.
+        let _ = c.execute_batch("ROLLBACK");
+        begun = c.execute_batch("BEGIN IMMEDIATE");
+    }
+    if let Err(e) = begun {
         // Another process holds the write lock past the busy timeout: this write fails,
         // the next ones try again.
         let (_, finish) = first(Err(e.into()));
-        finish(Err("not begun"));
+        after_commit();
+        settle(finish, Ok(()));
         return 1;
     }
     let started = Instant::now();
-    let mut finishes: Vec<(bool, Finish)> = Vec::new();
+    let mut finishes: Vec<Finish> = Vec::new();
     let mut next = Some(first);
     let mut lost = None;
     while let Some(write) = next.take() {
         match c.savepoint() {
-            Ok(sp) => {
+            Ok(mut sp) => {
                 let (keep, finish) = write(Ok(&sp));
-                if keep {
-                    if let Err(e) = sp.commit() {
-                        lost = Some(e.to_string());
-                    }
+                // Kept: released into the batch. Not: rolled back to the savepoint, then
+                // released; if that fails, its changes could stay, so the batch is lost.
+                let ended = if keep {
+                    sp.commit()
                 } else {
-                    drop(sp); // rolls back to the savepoint and releases it
+                    sp.rollback().and_then(|()| sp.commit())
+                };
+                if let Err(e) = ended {
+                    lost = Some(e.to_string());
                 }
-                finishes.push((keep, finish));
+                finishes.push(finish);
             }
             Err(e) => {
                 let (_, finish) = write(Err(e.into()));
-                finishes.push((false, finish));
+                finishes.push(finish);
             }
         }
         // SQLite rolls the whole transaction back on some errors (a full disk, an I/O
@@ -188,16 +207,20 @@ fn run_batch(
     if outcome.is_err() && !c.is_autocommit() {
         let _ = c.execute_batch("ROLLBACK");
     }
+    after_commit();
     let size = finishes.len();
-    for (kept, finish) in finishes {
-        // A write that was not kept answers with its own error whatever the commit did.
-        finish(if kept {
-            outcome.as_ref().map(|_| ()).map_err(String::as_str)
-        } else {
-            Ok(())
-        });
+    for finish in finishes {
+        settle(finish, outcome.as_ref().map(|_| ()).map_err(String::as_str));
     }
     size
+}
+
+/// Runs `finish`; a panic there (none is expected: publishing only queues) is logged, so
+/// the writer thread lives on and the batch's other callers are still answered.
+fn settle(finish: Finish, outcome: Result<(), &str>) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish(outcome))).is_err() {
+        tracing::error!("answering a write panicked");
+    }
 }
 
 #[cfg(test)]
@@ -236,12 +259,16 @@ mod tests {
         };
         let sizes = Arc::new(Mutex::new(Vec::new()));
         let sized = sizes.clone();
+        let ended = Arc::new(AtomicUsize::new(0));
+        let ending = ended.clone();
         super::start(
             conn.clone(),
             rx,
             limits,
             move |n| sized.lock().unwrap().push(n),
-            || {},
+            move || {
+                ending.fetch_add(1, Ordering::SeqCst);
+            },
         );
 
         // The writer is busy (its connection taken) while the writes queue.
@@ -289,7 +316,11 @@ mod tests {
                 tx.execute("INSERT INTO t (x) VALUES (4)", [])?;
                 Ok((4, 4))
             },
-            move |p| seen.lock().unwrap().push(p),
+            {
+                let ended = ended.clone();
+                // Published after `after_commit` (the credentials epoch) has run.
+                move |p| seen.lock().unwrap().push((p, ended.load(Ordering::SeqCst)))
+            },
         );
         queue.submit(job).unwrap();
         let before = commits.load(Ordering::SeqCst);
@@ -306,7 +337,7 @@ mod tests {
             "the panic reaches its caller"
         );
         assert_eq!(answer(last).await.unwrap(), 4);
-        assert_eq!(*published.lock().unwrap(), vec![4]);
+        assert_eq!(*published.lock().unwrap(), vec![(4, 1)]);
 
         assert_eq!(commits.load(Ordering::SeqCst) - before, 1, "one commit");
         assert_eq!(*sizes.lock().unwrap(), vec![7], "of the seven writes");
@@ -319,5 +350,58 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(rows, vec![1, 2, 3, 4]);
+    }
+
+    /// A batch SQLite rolls back as a whole (here a write ends the transaction itself, as a
+    /// full disk would): no write of it is answered success, and one that failed because of
+    /// a batch-mate's write that never happened gets the batch's error, not its own.
+    #[tokio::test]
+    async fn a_lost_batch_answers_every_write_with_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Connection::open(dir.path().join("t.db")).unwrap();
+        c.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (x INTEGER UNIQUE)")
+            .unwrap();
+        let conn = Arc::new(Mutex::new(c));
+        let (queue, rx) = Queue::<Write>::new("test", 100);
+        let limits = Limits {
+            writes: 64,
+            time: Duration::from_secs(60),
+        };
+        super::start(conn.clone(), rx, limits, |_| {}, || {});
+        let busy = conn.lock().unwrap();
+        let insert = |x: i64, code: ErrorCode| {
+            move |tx: &super::Tx<'_>| -> Result<((), ()), AppError> {
+                tx.execute("INSERT INTO t (x) VALUES (?1)", [x])
+                    .map_err(|_| AppError::conflict(code, "taken"))?;
+                Ok(((), ()))
+            }
+        };
+        let (job, first) = super::write(&queue, insert(1, ErrorCode::Conflict), |()| {});
+        queue.submit(job).unwrap();
+        // Fails only because the first write took 1.
+        let (job, second) = super::write(&queue, insert(1, ErrorCode::Conflict), |()| {});
+        queue.submit(job).unwrap();
+        let (job, third) = super::write(
+            &queue,
+            |tx: &super::Tx<'_>| -> Result<((), ()), AppError> {
+                tx.execute_batch("ROLLBACK")?;
+                Ok(((), ()))
+            },
+            |()| {},
+        );
+        queue.submit(job).unwrap();
+        drop(busy);
+
+        let e = answer(first).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InternalError, "kept, then lost");
+        let e = answer(second).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InternalError, "not its own 409");
+        assert!(answer(third).await.is_err());
+        let c = conn.lock().unwrap();
+        let n: i64 = c
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
+        assert!(c.is_autocommit(), "no transaction left open");
     }
 }
