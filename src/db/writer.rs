@@ -78,7 +78,7 @@ where
                         // A panic in `publish` reaches its caller, not the writer thread.
                         let published =
                             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                publish(published)
+                                publish(published);
                             }));
                         let _ = answer.send(published.map(|()| Ok(out)));
                     }
@@ -91,7 +91,7 @@ where
             Ok(Err(e)) => (
                 false,
                 Box::new(move |commit| {
-                    let _ = answer.send(Ok(Err(commit.map_or_else(|why| lost(why), |()| e))));
+                    let _ = answer.send(Ok(Err(commit.map_or_else(lost, |()| e))));
                 }),
             ),
             Err(panic) => (
