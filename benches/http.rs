@@ -3,7 +3,8 @@
 //! printing requests/s, p50 and p99. Figures go into README.md; nothing here asserts speed.
 //!
 //! `cargo bench --bench http -- [--seconds 10] [--connections 64] [--only NAME]`
-//! (`--only docs`: the documentation questions phase on a server of its own)
+//! (`--only docs`: the documentation questions phase on a server of its own; `--only backup`:
+//! a 1 GiB database backed up under a write load, never part of the full run)
 //!
 //! The server logs every request at info level (to /dev/null), as in production; rate
 //! limits and the sign-in lockout are raised so they do not shape the load.
@@ -17,6 +18,8 @@ use serde_json::{Value, json};
 
 #[path = "http/assistant.rs"]
 mod assistant;
+#[path = "http/backup.rs"]
+mod backup;
 
 const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
 const PASSWORD: &str = "benchmark password";
@@ -487,6 +490,10 @@ fn main() {
     }
     if args.only.as_deref().is_none_or(|o| o == "docs") {
         rt.block_on(docs::run(&client, args.seconds));
+    }
+    // Not in the full run: it writes a gigabyte (`--only backup`).
+    if args.only.as_deref() == Some("backup") {
+        rt.block_on(backup::run(&client, args.seconds));
     }
     if args.only.as_deref().is_none_or(|o| o == "sockets") {
         rt.block_on(sockets::run(

@@ -33,6 +33,9 @@ pub enum Command {
     Migrate(DataDirArgs),
     /// Print the version and the database schema version this binary expects.
     Version,
+    /// GET /readyz from the server at --addr and exit 0 only on 200: a container's HEALTHCHECK
+    /// where the image has no curl (FROM scratch).
+    Healthcheck(HealthcheckArgs),
     /// Manage user accounts.
     #[command(subcommand)]
     Users(UsersCommand),
@@ -194,7 +197,7 @@ pub struct ServeArgs {
     #[arg(long, env = "MERCHANT_ADMIN_BACKUP_DIR")]
     pub backup_dir: Option<PathBuf>,
 
-    /// How often the scheduled backup runs, e.g. `6h`, `30m`, `1d` (at least a minute).
+    /// How often the scheduled backup runs, e.g. `6h`, `30m`, `1d` (from 1m to 30d).
     #[arg(long, env = "MERCHANT_ADMIN_BACKUP_EVERY", default_value = "6h",
           value_parser = crate::config::parse_backup_every)]
     pub backup_every: std::time::Duration,
@@ -493,6 +496,17 @@ pub struct BackupArgs {
     /// without it, the quicker `quick_check` runs.
     #[arg(long)]
     pub verify: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HealthcheckArgs {
+    /// The address `serve` listens on (the same variable); an unspecified one (0.0.0.0, [::])
+    /// is probed on loopback.
+    #[arg(long, env = "MERCHANT_ADMIN_ADDR", default_value_t = defaults::ADDR)]
+    pub addr: SocketAddr,
+    /// Seconds to wait for the whole answer.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -245,11 +245,18 @@ pub struct BackupSchedule {
     pub poll: Duration,
 }
 
-/// `--backup-every`: a human duration of at least a minute.
+/// The shortest `--backup-every`: a backup is a full copy, and one a minute is already a
+/// copy running most of the time on a large database.
+pub const BACKUP_EVERY_MIN: Duration = Duration::from_secs(60);
+/// The longest `--backup-every`: 30 days. Longer is almost surely a typo (`6000h`), and a
+/// schedule that never fires looks configured while it protects nothing.
+pub const BACKUP_EVERY_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `--backup-every`: a human duration from 1m to 30d.
 pub fn parse_backup_every(v: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(v).map_err(|e| format!("{e} (try 6h, 30m or 1d)"))?;
-    if d < Duration::from_secs(60) {
-        return Err("at least 1m".into());
+    if !(BACKUP_EVERY_MIN..=BACKUP_EVERY_MAX).contains(&d) {
+        return Err("must be from 1m to 30d (e.g. 6h, 30m or 1d)".into());
     }
     Ok(d)
 }
@@ -556,5 +563,15 @@ mod tests {
         let from_flags = Config::from_serve_args(&args).unwrap();
         let new = Config::new(PathBuf::from(defaults::DATA_DIR));
         assert_eq!(format!("{from_flags:?}"), format!("{new:?}"));
+    }
+
+    #[test]
+    fn backup_every_takes_1m_to_30d() {
+        assert_eq!(parse_backup_every("1m"), Ok(BACKUP_EVERY_MIN));
+        assert_eq!(parse_backup_every("30d"), Ok(BACKUP_EVERY_MAX));
+        assert_eq!(parse_backup_every("6h"), Ok(Duration::from_secs(6 * 3600)));
+        for bad in ["0s", "59s", "30d 1s", "31d", "nonsense", ""] {
+            assert!(parse_backup_every(bad).is_err(), "{bad}");
+        }
     }
 }

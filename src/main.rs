@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Billing(cmd) => commands::billing(cmd),
         Command::Dev(cmd) => commands::dev(cmd),
         Command::Version => commands::version(),
+        Command::Healthcheck(args) => commands::healthcheck(args),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,

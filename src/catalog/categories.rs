@@ -139,6 +139,7 @@ pub async fn get_category(
     security(("bearer" = [])), params(("store_id" = StoreId, Path), ("category_id" = CategoryId, Path)),
     request_body = CategoryPatch,
     responses((status = 200, body = CategoryOut), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody, description = "`conflict`: the slug is taken"),
               (status = 422, body = ErrorBody)))]
 pub async fn update_category(
     State(st): State<AppState>,

@@ -2,6 +2,7 @@
 //! back.
 
 use std::io::IsTerminal;
+use std::ops::ControlFlow;
 
 use crate::cli::{BackupArgs, RestoreArgs};
 use crate::db::{backup as db_backup, keys};
@@ -48,8 +49,10 @@ pub fn backup(args: &BackupArgs) -> anyhow::Result<()> {
         let r = db_backup::backup_with(&args.data.data_dir, &args.path, opts, &mut |c| {
             bar.set_length(c.total);
             bar.set_position(c.done);
+            ControlFlow::Continue(())
         });
-        bar.finish_and_clear();
+        // The last state stays on screen: pages, 100% and the rate it ran at.
+        bar.finish();
         let r = r?;
         println!(
             "backup written to {} ({} bytes, {} pages, {} attachments) in {:.1} s; {} ok",
@@ -65,7 +68,9 @@ pub fn backup(args: &BackupArgs) -> anyhow::Result<()> {
             }
         );
     } else {
-        let r = db_backup::backup_with(&args.data.data_dir, &args.path, opts, &mut |_| {})?;
+        let r = db_backup::backup_with(&args.data.data_dir, &args.path, opts, &mut |_| {
+            ControlFlow::Continue(())
+        })?;
         println!("{}", serde_json::to_string(&Summary::from(&r))?);
     }
     let dir = &args.data.data_dir;

@@ -5,6 +5,7 @@
 mod backup;
 mod billing;
 mod dev;
+mod healthcheck;
 mod migrate;
 mod serve;
 mod setup;
@@ -13,6 +14,7 @@ mod users;
 pub use backup::{backup, restore};
 pub use billing::billing;
 pub use dev::dev;
+pub use healthcheck::healthcheck;
 pub use migrate::{migrate, version};
 pub use serve::serve;
 pub use setup::setup;

@@ -6,6 +6,7 @@
 //! A restore is refused while a server holds the data directory's lock file.
 
 use std::fs::{self, File};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -87,44 +88,58 @@ pub struct Copied {
 /// Writes a consistent copy of the live database to `dest` and checks it (see
 /// [`backup_with`]).
 pub fn backup(data_dir: &Path, dest: &Path) -> anyhow::Result<BackupReport> {
-    backup_with(data_dir, dest, BackupOptions::default(), &mut |_| {})
+    backup_with(data_dir, dest, BackupOptions::default(), &mut |_| {
+        ControlFlow::Continue(())
+    })
+}
+
+/// Where a copy is written before it is checked: `dest` with `.partial` appended.
+pub fn partial_path(dest: &Path) -> PathBuf {
+    let mut name = dest.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    dest.with_file_name(name)
 }
 
 /// Writes a consistent copy of the live database to `dest` with SQLite's online backup API,
-/// `opts.pages_per_step` pages at a time, calling `progress` after each step; then checks
-/// the copy. The source is read inside one read transaction, so the copy is the snapshot of
-/// when it began and never restarts when a writer commits; in WAL mode that reader does not
-/// block writers (it only holds the checkpoint back until it ends).
+/// `opts.pages_per_step` pages at a time, calling `progress` after each step (`Break` stops
+/// it: a shutdown); then checks the copy. The source is read inside one read transaction, so the copy is
+/// the snapshot of when it began and never restarts when a writer commits; in WAL mode that
+/// reader does not block writers (it only holds the checkpoint back until it ends).
+///
+/// The copy is written to [`partial_path`], locked while it is written, and appears at
+/// `dest` only once checked: a crash, a kill or a full disk never leaves a file at `dest`
+/// that looks like a finished backup. `dest` must not exist (nor be a symlink, even a
+/// dangling one).
 pub fn backup_with(
     data_dir: &Path,
     dest: &Path,
     opts: BackupOptions,
-    progress: &mut dyn FnMut(Copied),
+    progress: &mut dyn FnMut(Copied) -> ControlFlow<()>,
 ) -> anyhow::Result<BackupReport> {
     let started = Instant::now();
     let src = db_path(data_dir);
     if !src.exists() {
         bail!("no database at {}", src.display());
     }
-    if dest.exists() {
+    if fs::symlink_metadata(dest).is_ok() {
         bail!("{} already exists; choose a new path", dest.display());
     }
-    // Making the file first is what gives the copy mode 0600 (SQLite would create it 0644),
-    // and create_new refuses a file that appeared since.
-    create_private(dest).with_context(|| format!("writing the copy to {}", dest.display()))?;
-    let copied = copy_online(&src, dest, opts, progress)
+    let partial = partial_path(dest);
+    let writing = claim_partial(&partial)
+        .with_context(|| format!("writing the copy to {}", dest.display()))?;
+    let copied = copy_online(&src, &partial, opts, progress)
         .with_context(|| format!("writing the copy to {}", dest.display()))
         .and_then(|pages| {
-            let attachments = check_copy(dest, opts.verify)?;
+            let attachments = check_copy(&partial, opts.verify)?;
+            publish(&partial, dest)?;
             Ok((pages, attachments))
         });
+    drop(writing);
     let (pages, attachments) = match copied {
         Ok(c) => c,
         Err(e) => {
             // Never leave a partial or damaged copy behind.
-            for p in [dest.to_path_buf(), dest.with_extension("db-journal")] {
-                let _ = fs::remove_file(p);
-            }
+            remove_with_sidecars(&partial);
             return Err(e);
         }
     };
@@ -139,12 +154,115 @@ pub fn backup_with(
     })
 }
 
+/// Creates `partial` (0600) and holds an exclusive lock on it while the copy is written. A
+/// leftover nobody holds (a backup killed mid-copy) is replaced when it is empty or a SQLite
+/// file; one another backup holds, or a file of someone else's, is refused.
+fn claim_partial(partial: &Path) -> anyhow::Result<File> {
+    if let Ok(meta) = fs::symlink_metadata(partial) {
+        // Checked before opening: opening a FIFO would wait forever.
+        if !meta.file_type().is_file() {
+            bail!(
+                "{} is in the way (not a regular file); move it",
+                partial.display()
+            );
+        }
+        let old =
+            File::open(partial).with_context(|| format!("{} is in the way", partial.display()))?;
+        match old.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                bail!("another backup is writing {}", partial.display())
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
+        if !is_leftover_copy(partial)? {
+            bail!(
+                "{} is in the way (not a copy this command left); move it",
+                partial.display()
+            );
+        }
+        remove_with_sidecars(partial);
+    }
+    let f = create_private(partial)?;
+    f.try_lock()
+        .map_err(|e| anyhow::anyhow!("locking {}: {e}", partial.display()))?;
+    Ok(f)
+}
+
+/// What a copy cut short looks like: a regular file that is empty, starts with SQLite's
+/// header, or has SQLite's rollback journal beside it (killed inside a step, before page 1
+/// was written).
+fn is_leftover_copy(path: &Path) -> anyhow::Result<bool> {
+    use std::io::Read;
+    let meta = fs::symlink_metadata(path)?;
+    if !meta.file_type().is_file() {
+        return Ok(false);
+    }
+    let mut head = [0u8; 16];
+    let n = File::open(path)?.take(16).read(&mut head)?;
+    Ok(n == 0
+        || head[..n] == b"SQLite format 3\0"[..n]
+        || fs::symlink_metadata(sidecar(path, "-journal")).is_ok_and(|m| m.is_file()))
+}
+
+/// `path` with `suffix` appended, where SQLite keeps a database's journal files.
+fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Whether `partial` is a leftover copy no live backup holds (safe to delete).
+pub fn is_stale_partial(partial: &Path) -> bool {
+    // Checked before opening: opening a FIFO would wait forever.
+    if !fs::symlink_metadata(partial).is_ok_and(|m| m.file_type().is_file()) {
+        return false;
+    }
+    let Ok(f) = File::open(partial) else {
+        return false;
+    };
+    f.try_lock().is_ok() && is_leftover_copy(partial).unwrap_or(false)
+}
+
+/// Gives the checked copy its final name without replacing anything that appeared there
+/// meanwhile: a hard link fails when `dest` exists (rename would replace it). On a file
+/// system without hard links, a rename after one more look.
+fn publish(partial: &Path, dest: &Path) -> anyhow::Result<()> {
+    match fs::hard_link(partial, dest) {
+        Ok(()) => {
+            fs::remove_file(partial)?;
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            bail!(
+                "{} appeared while the copy was written; the copy is discarded",
+                dest.display()
+            )
+        }
+        Err(_) => {
+            if fs::symlink_metadata(dest).is_ok() {
+                bail!("{} appeared while the copy was written", dest.display());
+            }
+            fs::rename(partial, dest)
+                .with_context(|| format!("renaming the copy to {}", dest.display()))
+        }
+    }
+}
+
+/// Removes a copy and the journal files SQLite may have left beside it.
+fn remove_with_sidecars(path: &Path) {
+    let _ = fs::remove_file(path);
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let _ = fs::remove_file(sidecar(path, suffix));
+    }
+}
+
 /// The stepped copy; the pages copied.
 fn copy_online(
     src: &Path,
     dest: &Path,
     opts: BackupOptions,
-    progress: &mut dyn FnMut(Copied),
+    progress: &mut dyn FnMut(Copied) -> ControlFlow<()>,
 ) -> anyhow::Result<u64> {
     use rusqlite::backup::{Backup, StepResult};
     let from = Connection::open_with_flags(src, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
@@ -160,7 +278,7 @@ fn copy_online(
             let p = b.progress();
             let total = u64::try_from(p.pagecount).unwrap_or(0);
             let left = u64::try_from(p.remaining).unwrap_or(0);
-            progress(Copied {
+            let asked = progress(Copied {
                 done: total.saturating_sub(left),
                 total,
             });
@@ -168,6 +286,12 @@ fn copy_online(
             if matches!(step, StepResult::Done) {
                 break;
             }
+            if asked.is_break() {
+                bail!("stopped before the copy was complete");
+            }
+            // Tests slow the copy down to act in the middle of it.
+            #[cfg(feature = "failpoints")]
+            fail::fail_point!("backup::step");
             std::thread::sleep(opts.pause);
         }
     }

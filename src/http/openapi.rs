@@ -534,10 +534,14 @@ fn add_links(doc: &mut Value, ops: &[(String, String)]) {
         if method != "post" {
             continue;
         }
-        let created = &doc["paths"][path.as_str()]["post"]["responses"]["201"];
-        if !has_id(doc, &created["content"]["application/json"]["schema"]) {
+        let created = &doc["paths"][path.as_str()]["post"]["responses"]["201"]["content"]["application/json"]
+            ["schema"];
+        if !has_prop(doc, created, "id") {
             continue;
         }
+        // A create that hands out the secret its later calls send back (a storefront cart's
+        // `token`, sent as `X-Cart-Token`) links it too, or those calls could only be refused.
+        let hands_token = has_prop(doc, created, "token");
         let own_params: Vec<String> = params_of(path);
         let mut links = Map::new();
         for (target, target_method) in ops {
@@ -568,6 +572,22 @@ fn add_links(doc: &mut Value, ops: &[(String, String)]) {
                 id_param.to_owned(),
                 Value::String("$response.body#/id".to_owned()),
             );
+            let target_params = doc["paths"][target.as_str()][target_method.as_str()]["parameters"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for p in target_params {
+                if let Some(name) = p["name"].as_str()
+                    && p["in"] == "header"
+                    && name.ends_with("-Token")
+                    && hands_token
+                {
+                    parameters.insert(
+                        format!("header.{name}"),
+                        Value::String("$response.body#/token".to_owned()),
+                    );
+                }
+            }
             links.insert(
                 pascal(&op_id),
                 json!({"operationId": op_id, "parameters": parameters}),
@@ -579,18 +599,18 @@ fn add_links(doc: &mut Value, ops: &[(String, String)]) {
     }
 }
 
-/// Whether a response schema (a reference to a component, or inline) has an `id` property.
-fn has_id(doc: &Value, schema: &Value) -> bool {
+/// Whether a response schema (a reference to a component, or inline) has property `name`.
+fn has_prop(doc: &Value, schema: &Value, name: &str) -> bool {
     let schema = match schema["$ref"].as_str() {
         Some(r) => doc
             .pointer(r.trim_start_matches('#'))
             .unwrap_or(&Value::Null),
         None => schema,
     };
-    schema["properties"]["id"].is_object()
+    schema["properties"][name].is_object()
         || schema["allOf"]
             .as_array()
-            .is_some_and(|parts| parts.iter().any(|p| has_id(doc, p)))
+            .is_some_and(|parts| parts.iter().any(|p| has_prop(doc, p, name)))
 }
 
 /// The `{name}`s of a path template, in order.

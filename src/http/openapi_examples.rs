@@ -207,10 +207,10 @@ impl<'a> Gen<'a> {
                     None => {}
                 }
             }
-        } else if let Some(extra) = s.get("additionalProperties").filter(|v| v.is_object()) {
-            if let Some(v) = self.value(extra, "", depth + 1) {
-                out.insert("key".to_owned(), v);
-            }
+        } else if let Some(extra) = s.get("additionalProperties").filter(|v| v.is_object())
+            && let Some(v) = self.value(extra, "", depth + 1)
+        {
+            out.insert("key".to_owned(), v);
         }
         Some(Value::Object(out))
     }

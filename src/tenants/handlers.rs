@@ -160,7 +160,9 @@ pub async fn update_tenant(
 /// Creates a store in an organization; needs `stores.create` there (its owners have it).
 #[utoipa::path(post, path = "/stores", tag = "stores", security(("bearer" = [])),
     request_body = StoreIn,
-    responses((status = 201, body = StoreOut), (status = 403, body = crate::error::ErrorBody),
+    responses((status = 201, body = StoreOut),
+              (status = 402, body = crate::error::ErrorBody, description = "plan_limit_reached or subscription_inactive"),
+              (status = 403, body = crate::error::ErrorBody),
               (status = 409, body = crate::error::ErrorBody, description = "`slug_taken`"), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn create_store(
     State(st): State<AppState>,

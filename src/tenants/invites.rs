@@ -70,7 +70,9 @@ pub enum AcceptOut {
 /// invite an owner).
 #[utoipa::path(post, path = "/stores/{store_id}/invites", tag = "members", security(("bearer" = [])),
     params(("store_id" = StoreId, Path)), request_body = InviteIn,
-    responses((status = 201, body = InviteOut), (status = 403, body = crate::error::ErrorBody),
+    responses((status = 201, body = InviteOut),
+              (status = 402, body = crate::error::ErrorBody, description = "plan_limit_reached or subscription_inactive"),
+              (status = 403, body = crate::error::ErrorBody),
               (status = 422, body = crate::error::ErrorBody)))]
 pub async fn create_invite(
     State(st): State<AppState>,

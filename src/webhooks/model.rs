@@ -10,9 +10,16 @@ use crate::ids::{AttemptId, EventId, StoreId, WebhookId};
 #[serde(deny_unknown_fields)]
 pub struct WebhookIn {
     /// Absolute http or https URL that receives the POSTs.
+    // The pattern is the plain part of what the server takes (`target::parse_url`: any
+    // absolute http(s) URL with a host), so generated URLs are ones it accepts.
+    #[schema(
+        max_length = 2048,
+        pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+    )]
     pub url: String,
     /// Signing secret, 16 to 255 printable characters; generated (`whsec_` + base64 of 32
     /// random bytes) when omitted.
+    #[schema(min_length = 16, max_length = 255, pattern = r"^[!-~]+$")]
     pub secret: Option<String>,
     /// Default true.
     pub is_active: Option<bool>,
@@ -23,7 +30,12 @@ pub struct WebhookIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookUpdate {
+    #[schema(
+        max_length = 2048,
+        pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+    )]
     pub url: Option<String>,
+    #[schema(min_length = 16, max_length = 255, pattern = r"^[!-~]+$")]
     pub secret: Option<String>,
     pub is_active: Option<bool>,
 }

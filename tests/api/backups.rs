@@ -125,3 +125,38 @@ async fn a_failing_backup_is_logged_counted_and_named_by_readyz() {
     .await;
     assert_eq!(names(&blocked).len(), 1);
 }
+
+/// The schedule in a directory it shares: a copy stamped in the future (a clock that was
+/// wrong) neither puts the next backup off nor pushes out the one just written; a symlink
+/// named like ours, a `.partial` that is not ours and the symlink's target are left alone;
+/// a leftover `.partial` of ours (a killed run) is cleared.
+#[tokio::test]
+async fn a_shared_backup_dir_keeps_strangers_and_future_stamps_and_clears_our_leftovers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("backups");
+    std::fs::create_dir(&dir).unwrap();
+    let future = "merchant-admin-backup-20991231T000000Z.db";
+    std::fs::write(dir.join(future), b"from a wrong clock").unwrap();
+    let outside = tmp.path().join("outside.db");
+    std::fs::write(&outside, b"not a backup").unwrap();
+    let link = "merchant-admin-backup-20200101T000000Z.db";
+    std::os::unix::fs::symlink(&outside, dir.join(link)).unwrap();
+    let leftover = "merchant-admin-backup-20261101T000000Z.db.partial";
+    std::fs::write(dir.join(leftover), b"").unwrap();
+    std::fs::write(dir.join("notes.partial"), b"mine").unwrap();
+
+    let d = dir.clone();
+    let app = spawn_app_with(move |c| c.backups = Some(schedule(&d, 1))).await;
+    let first = "merchant-admin-backup-20261102T120000Z.db";
+    wait_for_files(&dir, &[link, first, future, "notes.partial"]).await;
+    app.clock.advance(chrono::Duration::hours(6));
+    let second = "merchant-admin-backup-20261102T180000Z.db";
+    // --backup-keep 1: the first goes, the newest stays; strangers stay.
+    wait_for_files(&dir, &[link, second, future, "notes.partial"]).await;
+    assert_eq!(std::fs::read(&outside).unwrap(), b"not a backup");
+    assert_eq!(
+        std::fs::read(dir.join(future)).unwrap(),
+        b"from a wrong clock"
+    );
+    app.get("/readyz").await.expect(200);
+}

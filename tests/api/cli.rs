@@ -969,3 +969,297 @@ async fn billing_unapplied_lists_the_payments_no_invoice_took() {
     assert_eq!(line["amount_cents"], 4_900);
     assert_eq!(line["paid_at"], "2026-11-20T10:00:00.000000Z");
 }
+
+fn healthcheck(addr: &str) -> Output {
+    Command::new(BIN)
+        .args(["healthcheck", "--addr", addr, "--timeout-secs", "5"])
+        .stdin(Stdio::null())
+        .env_remove("MERCHANT_ADMIN_ADDR")
+        .env("HTTP_PROXY", "http://127.0.0.1:9") // never used: the probe takes no proxy
+        .output()
+        .expect("run merchant-admin healthcheck")
+}
+
+#[tokio::test]
+async fn healthcheck_exits_0_only_while_readyz_answers_200() {
+    let app = spawn_app().await;
+    let port = app.addr.port();
+    // The container sets MERCHANT_ADMIN_ADDR=0.0.0.0:8080: probed on loopback.
+    for addr in [app.addr.to_string(), format!("0.0.0.0:{port}")] {
+        let out = tokio::task::spawn_blocking(move || healthcheck(&addr))
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let body: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(body["status"], "ready");
+    }
+
+    // Not ready (shutting down): a non-zero exit naming the status and the reasons.
+    app.state
+        .shutting_down
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let addr = app.addr.to_string();
+    let out = tokio::task::spawn_blocking(move || healthcheck(&addr))
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("503") && stderr(&out).contains("shutting_down"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Nothing listening: a non-zero exit, not a hang.
+    let (stopped, _dir) = app.stop().await;
+    stopped.unwrap();
+    let out = tokio::task::spawn_blocking(move || healthcheck(&format!("127.0.0.1:{port}")))
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("/readyz"), "{}", stderr(&out));
+}
+
+/// `--backup-every` outside 1m..=30d stops `serve` before it opens anything, naming the flag
+/// and the range: a zero would back up without pause, a huge value (a typo such as `6000h`)
+/// would look scheduled and never run.
+#[test]
+fn backup_every_out_of_range_stops_serve_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let backups = dir.path().join("backups");
+    for every in ["0s", "59s", "31d", "6000h", "100years"] {
+        let out = run(
+            &[
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--backup-dir",
+                backups.to_str().unwrap(),
+                "--backup-every",
+                every,
+            ],
+            dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{every}: a usage error");
+        let err = stderr(&out);
+        assert!(
+            err.contains("--backup-every") && err.contains("from 1m to 30d"),
+            "{every}: {err}"
+        );
+        assert!(
+            !dir.path().join("merchant-admin.db").exists() && !backups.exists(),
+            "{every}: refused before anything was created"
+        );
+    }
+}
+
+/// A data directory made by `setup`, with about 12 MB of filler rows so a backup takes
+/// several steps of 1,024 pages (the filler is only there to be copied).
+fn data_dir_of_several_steps() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&setup_args("owner@example.com", false), dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = Connection::open(dir.path().join("merchant-admin.db")).unwrap();
+    c.execute_batch(
+        "CREATE TABLE test_filler (b BLOB);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+         INSERT INTO test_filler SELECT zeroblob(4000) FROM n;",
+    )
+    .unwrap();
+    dir
+}
+
+/// Each `done/total pages (N%)` the progress bar drew, in order.
+fn bar_states(screen: &str) -> Vec<(u64, u64, u64)> {
+    let mut found = Vec::new();
+    for (at, _) in screen.match_indices(" pages (") {
+        let before = screen[..at].rsplit([' ', '\r', '\n']).next().unwrap_or("");
+        let after = &screen[at + " pages (".len()..];
+        let pct = after.split('%').next().unwrap_or("");
+        let mut parts = before.split('/');
+        if let (Some(d), Some(t), Ok(p)) = (parts.next(), parts.next(), pct.parse())
+            && let (Ok(d), Ok(t)) = (d.parse(), t.parse())
+        {
+            found.push((d, t, p));
+        }
+    }
+    found
+}
+
+/// On a terminal (a pseudo-terminal made by util-linux's `script`), `backup` draws a progress
+/// bar of pages, percent and rate as the copy goes and leaves its last state on screen; with
+/// stderr not a terminal, the same backup prints one JSON line and no bar.
+#[test]
+fn backup_shows_pages_percent_and_rate_on_a_terminal_and_one_json_line_otherwise() {
+    let dir = data_dir_of_several_steps();
+    let dest = dir.path().join("on-a-terminal.db");
+    let command = format!(
+        "'{BIN}' backup '{}' --data-dir '{}'",
+        dest.display(),
+        dir.path().display()
+    );
+    let out = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .env_remove("MERCHANT_ADMIN_LOG")
+        // Each step pauses, so the bar is drawn between steps, not only at the end.
+        .env("FAILPOINTS", "backup::step=sleep(150)")
+        .output()
+        .expect("util-linux's `script` (Debian's bsdutils; .ci/run installs it when missing)");
+    let screen = stdout(&out);
+    assert!(out.status.success(), "{screen} {}", stderr(&out));
+    let states = bar_states(&screen);
+    assert!(
+        states
+            .iter()
+            .any(|&(d, t, p)| d > 0 && d < t && p > 0 && p < 100),
+        "a state in the middle of the copy: {states:?} in {screen:?}"
+    );
+    let &(done, total, pct) = states.last().expect("the bar's last state stays on screen");
+    assert!(done == total && pct == 100, "{states:?}");
+    assert!(total >= 3000, "the filler spans several steps: {total}");
+    let last_bar = &screen[screen.rfind(" pages (").unwrap()..];
+    let rate = last_bar.lines().next().unwrap();
+    assert!(rate.contains("/s"), "the rate: {rate:?}");
+    assert!(
+        screen.contains(&format!("backup written to {}", dest.display())),
+        "{screen}"
+    );
+    assert!(
+        !screen.trim_start().starts_with('{'),
+        "no JSON on a terminal: {screen}"
+    );
+
+    // The same without a terminal: one JSON line on stdout, nothing drawn on stderr.
+    let piped = dir.path().join("piped.db");
+    let out = run(&["backup", piped.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    let summary: Value = serde_json::from_str(said.trim()).unwrap();
+    assert_eq!(summary["pages"], total, "{said}");
+    assert!(
+        !stderr(&out).contains(" pages (") && !stderr(&out).contains('\r'),
+        "{}",
+        stderr(&out)
+    );
+}
+
+fn wait_for_file(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// A backup stopped mid-copy (SIGTERM from a timer's stop, Ctrl-C) leaves no file at its
+/// path that looks finished, only `PATH.partial`; the next run replaces that leftover; a
+/// second backup to a path being written is refused; and a path that exists (a file, a
+/// symlink, even a dangling one) or a `.partial` of someone else's is never overwritten.
+#[test]
+fn a_backup_killed_midway_leaves_only_a_partial_that_the_next_run_replaces() {
+    let dir = data_dir_of_several_steps();
+    let dest = dir.path().join("nightly.db");
+    let partial = dir.path().join("nightly.db.partial");
+    let mut child = Command::new(BIN)
+        .args(["backup", dest.to_str().unwrap(), "--data-dir"])
+        .arg(dir.path())
+        .env("FAILPOINTS", "backup::step=sleep(2000)")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&partial);
+
+    let second = run(&["backup", dest.to_str().unwrap()], dir.path());
+    assert!(!second.status.success());
+    assert!(
+        stderr(&second).contains("another backup is writing"),
+        "{}",
+        stderr(&second)
+    );
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(!child.wait().unwrap().success());
+    assert!(
+        !dest.exists(),
+        "nothing at the path that looks like a backup"
+    );
+    assert!(partial.exists(), "the leftover is named for what it is");
+
+    let again = run(&["backup", dest.to_str().unwrap()], dir.path());
+    assert!(again.status.success(), "{}", stderr(&again));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("nightly"))
+        .collect();
+    assert_eq!(
+        left,
+        ["nightly.db"],
+        "the leftover and its journal are gone"
+    );
+    let check: String = Connection::open(&dest)
+        .unwrap()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+
+    // Someone else's `.partial` is not a leftover of ours: refused, kept.
+    let theirs = dir.path().join("notes.txt");
+    std::fs::write(dir.path().join("notes.txt.partial"), b"my notes").unwrap();
+    let out = run(&["backup", theirs.to_str().unwrap()], dir.path());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("in the way"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(dir.path().join("notes.txt.partial")).unwrap(),
+        b"my notes"
+    );
+    assert!(!theirs.exists());
+
+    // A symlink at the path, even one to nowhere, is refused and its target not created.
+    let target = dir.path().join("elsewhere.db");
+    let link = dir.path().join("link.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = run(&["backup", link.to_str().unwrap()], dir.path());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
+    assert!(!target.exists());
+}
+
+/// A disk that fills mid-copy (here a file-size limit: the write fails with EFBIG as it
+/// would with ENOSPC) fails the backup clearly and leaves nothing behind.
+#[test]
+fn a_backup_that_runs_out_of_space_fails_and_leaves_nothing() {
+    let dir = data_dir_of_several_steps();
+    let dest = dir.path().join("too-big.db");
+    // Files this process writes are capped at 1 MB; SIGXFSZ ignored, so the write fails
+    // instead of killing the process.
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -f 2048; trap '' XFSZ; exec \"$0\" \"$@\""])
+        .arg(BIN)
+        .args(["backup", dest.to_str().unwrap(), "--data-dir"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .env_remove("MERCHANT_ADMIN_LOG")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("writing the copy to"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("too-big"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -349,6 +349,38 @@ async fn creates_link_to_what_they_created() {
             .any(|v| v == "$response.body#/id");
         assert!(to_id, "{link}");
     }
+
+    // A storefront cart is answered only with the token it was created with: the links
+    // from its create carry that too, as the header the calls about it read.
+    let doc = &docs[1].1;
+    let links = &doc["paths"]["/storefront-api/{key}/carts"]["post"]["responses"]["201"]["links"];
+    let links = links.as_object().unwrap_or_else(|| panic!("{links}"));
+    let reads_token: BTreeSet<String> = operations(doc)
+        .into_iter()
+        .filter(|(_, _, op)| {
+            op["parameters"].as_array().is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| p["in"] == "header" && p["name"] == "X-Cart-Token")
+            })
+        })
+        .filter_map(|(_, _, op)| op["operationId"].as_str().map(str::to_owned))
+        .collect();
+    let mut carried = 0;
+    for link in links.values() {
+        assert_eq!(link["parameters"]["key"], "$request.path.key", "{link}");
+        assert_eq!(
+            link["parameters"]["cart_id"], "$response.body#/id",
+            "{link}"
+        );
+        if reads_token.contains(link["operationId"].as_str().unwrap()) {
+            assert_eq!(
+                link["parameters"]["header.X-Cart-Token"], "$response.body#/token",
+                "{link}"
+            );
+            carried += 1;
+        }
+    }
+    assert!(carried >= 3, "{links:?}");
 }
 
 /// Schemas say what the wire carries and what the handlers enforce: enum values are the
