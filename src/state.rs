@@ -94,6 +94,7 @@ impl AppState {
             metrics.histogram("db_wait_seconds", &[("pool", "read")]),
             metrics.histogram("db_wait_seconds", &[("pool", "write")]),
         );
+        db.observe_batches(metrics.histogram("db_write_batch_size", &[]));
         Ok(Self(Arc::new(Shared {
             db,
             jobs: Arc::new(job_registry()),
@@ -262,7 +263,7 @@ fn prepare_at_rest(
     // Only after the HMAC keys were found: a database whose key files were left behind is
     // refused before a new secrets.key could be made in place of the lost one.
     let secret_box = crate::secrets::SecretBox::open(&cfg.data_dir)?;
-    let tx = c.transaction()?;
+    let tx = c.savepoint()?;
     let sealed = crate::auth::store::seal_plain_totp_secrets(&tx, &secret_box)
         .map_err(|e| anyhow::anyhow!("sealing TOTP secrets: {e:?}"))?;
     let withheld = if crate::msgapp::keeps_secrets(&cfg.msgapp) {

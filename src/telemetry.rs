@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram, Key, Label, Metadata, Recorder};
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
 
 /// Every series starts with this.
 pub const PREFIX: &str = "merchant_admin_";
@@ -33,6 +35,12 @@ impl Metrics {
         let inner = enabled.then(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets(&BUCKETS)
+                .expect("the bucket list is not empty")
+                // Counts, not seconds: writes per commit, up to the batch's bound.
+                .set_buckets_for_metric(
+                    Matcher::Full(format!("{PREFIX}db_write_batch_size")),
+                    &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0],
+                )
                 .expect("the bucket list is not empty")
                 .build_recorder();
             let handle = recorder.handle();

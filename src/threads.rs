@@ -30,16 +30,104 @@ type Job = Box<dyn FnOnce() + Send>;
 #[error("the {0} queue is full")]
 pub struct QueueFull(pub &'static str);
 
-/// The pool's queue. The threads end once every clone of it is dropped.
-#[derive(Clone)]
-pub struct Threads {
-    tx: crossbeam_channel::Sender<Job>,
+/// A bounded queue of work of type `J` for one pool's threads: past its limit, new work is
+/// refused ([`QueueFull`]); as much room again is kept for work that finishes what was
+/// begun. The pool's threads end once every clone of it is dropped.
+pub struct Queue<J> {
+    tx: crossbeam_channel::Sender<J>,
     name: &'static str,
     /// Jobs waiting past which new work is refused. The channel holds as many again, kept
-    /// for work that finishes what was already begun ([`Threads::run_to_finish`]).
+    /// for work that finishes what was already begun ([`Queue::submit_to_finish`]).
     limit: usize,
     /// Where each job's wait for a thread is recorded, once metrics are on.
     wait: std::sync::Arc<std::sync::OnceLock<metrics::Histogram>>,
+}
+
+impl<J> Clone for Queue<J> {
+    fn clone(&self) -> Self {
+        Self {
+            tx: self.tx.clone(),
+            name: self.name,
+            limit: self.limit,
+            wait: self.wait.clone(),
+        }
+    }
+}
+
+impl<J: Send + 'static> Queue<J> {
+    /// A queue with room for `queue` jobs (at least one), and the receiving end its
+    /// threads take jobs from.
+    pub fn new(name: &'static str, queue: usize) -> (Self, crossbeam_channel::Receiver<J>) {
+        // Bounded: under a flood, callers are turned away instead of memory growing.
+        let limit = queue.max(1);
+        let (tx, rx) = crossbeam_channel::bounded::<J>(limit.saturating_mul(2));
+        let q = Self {
+            tx,
+            name,
+            limit,
+            wait: std::sync::Arc::default(),
+        };
+        (q, rx)
+    }
+
+    /// Jobs waiting for a thread now.
+    pub fn queued(&self) -> usize {
+        self.tx.len()
+    }
+
+    /// Records each job's wait for a thread in `h` from now on (the first call wins).
+    pub fn observe_wait(&self, h: metrics::Histogram) {
+        let _ = self.wait.set(h);
+    }
+
+    /// Call as a job is queued; the returned closure, called as it starts, records its wait.
+    pub fn wait_clock(&self) -> impl FnOnce() + Send + 'static {
+        let (wait, queued) = (self.wait.clone(), std::time::Instant::now());
+        move || {
+            if let Some(h) = wait.get() {
+                h.record(queued.elapsed());
+            }
+        }
+    }
+
+    /// Queues `job`; fails at once, without queueing it, when the queue holds its limit.
+    pub fn submit(&self, job: J) -> Result<(), QueueFull> {
+        if self.tx.len() >= self.limit {
+            return Err(QueueFull(self.name));
+        }
+        match self.tx.try_send(job) {
+            Ok(()) => Ok(()),
+            Err(crossbeam_channel::TrySendError::Full(_)) => Err(QueueFull(self.name)),
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                unreachable!("the pool's threads live as long as the pool")
+            }
+        }
+    }
+
+    /// Queues `job` like [`Queue::submit`], but never refuses it: for work that finishes
+    /// what was already begun (a response to remember, a refund the provider confirmed, a
+    /// job's outcome), where a refusal would leave it half done. It uses the room kept past
+    /// the limit, and waits for a free place in the rare case that is full too.
+    pub async fn submit_to_finish(&self, mut job: J) {
+        loop {
+            match self.tx.try_send(job) {
+                Ok(()) => return,
+                Err(crossbeam_channel::TrySendError::Full(j)) => {
+                    job = j;
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                    unreachable!("the pool's threads live as long as the pool")
+                }
+            }
+        }
+    }
+}
+
+/// A pool of threads that run closures, in arrival order.
+#[derive(Clone)]
+pub struct Threads {
+    queue: Queue<Job>,
 }
 
 impl Threads {
@@ -51,9 +139,7 @@ impl Threads {
         queue: usize,
         start: impl Fn() + Send + Sync + 'static,
     ) -> Self {
-        // Bounded: under a flood, callers are turned away instead of memory growing.
-        let limit = queue.max(1);
-        let (tx, rx) = crossbeam_channel::bounded::<Job>(limit.saturating_mul(2));
+        let (queue, rx) = Queue::<Job>::new(name, queue);
         let start = std::sync::Arc::new(start);
         for i in 0..n.max(1) {
             let (rx, start) = (rx.clone(), start.clone());
@@ -68,22 +154,17 @@ impl Threads {
                 })
                 .expect("the pool's threads start");
         }
-        Self {
-            tx,
-            name,
-            limit,
-            wait: std::sync::Arc::default(),
-        }
+        Self { queue }
     }
 
     /// Jobs waiting for a thread now.
     pub fn queued(&self) -> usize {
-        self.tx.len()
+        self.queue.queued()
     }
 
     /// Records each job's wait for a thread in `h` from now on (the first call wins).
     pub fn observe_wait(&self, h: metrics::Histogram) {
-        let _ = self.wait.set(h);
+        self.queue.observe_wait(h);
     }
 
     /// Runs `f` on one of the pool's threads; jobs start in arrival order. Fails at once,
@@ -92,56 +173,28 @@ impl Threads {
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, QueueFull> {
-        if self.tx.len() >= self.limit {
-            return Err(QueueFull(self.name));
-        }
         let (job, rx) = self.job(f);
-        match self.tx.try_send(job) {
-            Ok(()) => {}
-            Err(crossbeam_channel::TrySendError::Full(_)) => return Err(QueueFull(self.name)),
-            Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
-                unreachable!("the pool's threads live as long as the pool")
-            }
-        }
-        Ok(Self::answer(rx).await)
+        self.queue.submit(job)?;
+        Ok(answer(rx).await)
     }
 
-    /// Runs `f` like [`Threads::run`], but never refuses it: for work that finishes what was
-    /// already begun (a response to remember, a refund the provider confirmed, a job's
-    /// outcome), where a refusal would leave it half done. It uses the room kept past the
-    /// limit, and waits for a free place in the rare case that is full too.
+    /// Runs `f` like [`Threads::run`], but never refuses it (see [`Queue::submit_to_finish`]).
     pub async fn run_to_finish<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> T {
-        let (mut job, rx) = self.job(f);
-        loop {
-            match self.tx.try_send(job) {
-                Ok(()) => break,
-                Err(crossbeam_channel::TrySendError::Full(j)) => {
-                    job = j;
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                }
-                Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
-                    unreachable!("the pool's threads live as long as the pool")
-                }
-            }
-        }
-        Self::answer(rx).await
+        let (job, rx) = self.job(f);
+        self.queue.submit_to_finish(job).await;
+        answer(rx).await
     }
 
     /// `f` wrapped as a queued job that answers on the returned channel (unless its caller
     /// has gone), with its panic caught.
-    fn job<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> (Job, tokio::sync::oneshot::Receiver<std::thread::Result<T>>) {
+    fn job<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> (Job, Answer<T>) {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let (wait, queued) = (self.wait.clone(), std::time::Instant::now());
+        let started = self.queue.wait_clock();
         let job: Job = Box::new(move || {
-            if let Some(h) = wait.get() {
-                h.record(queued.elapsed());
-            }
+            started();
             if tx.is_closed() {
                 return;
             }
@@ -149,13 +202,16 @@ impl Threads {
         });
         (job, rx)
     }
+}
 
-    /// The job's answer, its panic re-raised here.
-    async fn answer<T>(rx: tokio::sync::oneshot::Receiver<std::thread::Result<T>>) -> T {
-        match rx.await.expect("the pool answers every job") {
-            Ok(v) => v,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+/// Where a job's outcome arrives: its value, or its panic.
+pub type Answer<T> = tokio::sync::oneshot::Receiver<std::thread::Result<T>>;
+
+/// The job's answer, its panic re-raised here.
+pub async fn answer<T>(rx: Answer<T>) -> T {
+    match rx.await.expect("the pool answers every job") {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }
 
@@ -185,7 +241,7 @@ mod tests {
             let pool = pool.clone();
             tokio::spawn(async move { pool.run(|| 1).await })
         };
-        while pool.tx.is_empty() {
+        while pool.queue.tx.is_empty() {
             tokio::task::yield_now().await;
         }
         assert!(pool.run(|| 2).await.is_err(), "new work past the limit");
@@ -193,7 +249,7 @@ mod tests {
             let pool = pool.clone();
             tokio::spawn(async move { pool.run_to_finish(|| 3).await })
         };
-        while pool.tx.len() < 2 {
+        while pool.queue.tx.len() < 2 {
             tokio::task::yield_now().await;
         }
         release.send(()).unwrap();

@@ -1,8 +1,9 @@
 //! SQL of the ad-network catalog: the store's settings row and the items of its feed;
 //! every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::FeedItem;
 use crate::error::AppError;
@@ -43,7 +44,7 @@ pub fn get(c: &Connection, store: StoreId) -> Result<Settings, AppError> {
     .unwrap_or_default())
 }
 
-fn ensure_row(tx: &Transaction<'_>, store: StoreId, now: &str) -> Result<(), AppError> {
+fn ensure_row(tx: &Tx<'_>, store: StoreId, now: &str) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "INSERT OR IGNORE INTO ads_settings (store_id, updated_at) VALUES (?1, ?2)",
@@ -54,7 +55,7 @@ fn ensure_row(tx: &Transaction<'_>, store: StoreId, now: &str) -> Result<(), App
 
 /// Replaces the feed token's hash (the old token stops opening the feed at once).
 pub fn set_feed_token(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     hash: &[u8],
     now: DateTime<Utc>,
@@ -73,7 +74,7 @@ pub fn set_feed_token(
 
 /// Sets (or, with None, clears) the catalog and its sealed access token.
 pub fn set_catalog(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     catalog: Option<(&str, &[u8])>,
     now: DateTime<Utc>,
@@ -91,7 +92,7 @@ pub fn set_catalog(
 
 /// Records a push's outcome: the items sent, or the provider's error.
 pub fn record_sync(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     outcome: Result<i64, &str>,
     now: DateTime<Utc>,

@@ -6,8 +6,8 @@
 //! items_batch` with `Authorization: Bearer {access_token}` and the JSON body
 //! `{"items": [FeedItem, ...]}`, at most [`BATCH`] items per request; any 2xx is success.
 
+use crate::db::Tx;
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::Transaction;
 use serde::{Deserialize, Serialize};
 
 use super::model::{FeedItem, SyncOut};
@@ -232,7 +232,7 @@ impl JobKind for AdsSyncSweep {
 }
 
 fn schedule(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run_at: DateTime<Utc>,
     now: DateTime<Utc>,
     also_running: bool,
@@ -241,7 +241,7 @@ fn schedule(
 }
 
 /// The scheduler's check: a run now unless one is waiting or running.
-pub fn ensure_scheduled(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
+pub fn ensure_scheduled(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     schedule(tx, now, now, true)
 }
 

@@ -1,7 +1,8 @@
 //! Analytics SQL: the counters' writes, called by the writes they count in their
 //! transaction, and the reads of a range of buckets.
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use crate::db::Tx;
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::TopProductOut;
 use crate::error::AppError;
@@ -30,7 +31,7 @@ pub struct Sale<'a> {
 
 /// Adds to the counters of the quarter hour holding `at`.
 fn add(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     at: &str,
     [orders, revenue, refunds, customers]: [i64; 4],
@@ -59,7 +60,7 @@ fn add(
 /// Counts an order as it becomes paid (the one time it gains a payment): one order and its
 /// total in the bucket of its `created_at`, and its lines per product.
 pub fn count_order(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     created_at: &str,
     total_cents: i64,
@@ -94,7 +95,7 @@ pub fn count_order(
 
 /// Counts a refund as it succeeds, in the bucket of the refund's own `created_at`.
 pub fn count_refund(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     created_at: &str,
     amount_cents: i64,
@@ -105,7 +106,7 @@ pub fn count_refund(
 /// Counts a new customer (`delta` 1) or takes a deleted one out again (-1), in the bucket
 /// of the customer's `created_at`.
 pub fn count_customer(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     created_at: &str,
     delta: i64,

@@ -1,7 +1,8 @@
 //! SQL of store API tokens; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::TokenOut;
 use crate::error::AppError;
@@ -39,7 +40,7 @@ fn last4(value: &str) -> String {
 
 /// Creates a token; returns it with its value (the only time the value exists).
 pub fn create(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     issuer: UserId,
     name: &str,
@@ -109,11 +110,7 @@ pub fn count(c: &Connection, store: StoreId) -> Result<i64, AppError> {
 }
 
 /// Gives a token a new value; the old one stops working at once.
-pub fn rotate(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    id: ApiTokenId,
-) -> Result<Option<TokenOut>, AppError> {
+pub fn rotate(tx: &Tx<'_>, store: StoreId, id: ApiTokenId) -> Result<Option<TokenOut>, AppError> {
     let value = secrets::new_token(PREFIX);
     let n = crate::db::exec(
         tx,
@@ -131,7 +128,7 @@ pub fn rotate(
 }
 
 /// Revokes a token; false when the store has no such token.
-pub fn delete(tx: &Transaction<'_>, store: StoreId, id: ApiTokenId) -> Result<bool, AppError> {
+pub fn delete(tx: &Tx<'_>, store: StoreId, id: ApiTokenId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "api_tokens", store, &id)
 }
 

@@ -2,9 +2,10 @@
 //! a six-digit code sent through the messaging-app provider (valid 5 minutes, 5 wrong tries
 //! burn it, kept as a keyed hash and compared in constant time).
 
+use crate::db::Tx;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -151,7 +152,7 @@ fn wrong() -> AppError {
 /// Stores a new pending code for the user's phone (replacing any pending one), within
 /// [`SENDS_PER_HOUR`]; else the seconds until another may be sent.
 fn pending(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     phone: &str,
@@ -203,7 +204,7 @@ type PendingCode = (String, Option<Vec<u8>>, Option<String>, i64);
 
 /// The verify step, committed whatever its outcome (a wrong try counts).
 fn check(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     hash: &[u8],
@@ -303,7 +304,7 @@ impl crate::jobs::JobKind for PhoneTurn {
 /// sender is a user's verified assistant phone, so the message is the assistant's and not
 /// the inbox's; its turn is queued once per provider message id.
 pub fn take_inbound(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     channel: ChannelId,
     phone: &str,
@@ -529,7 +530,7 @@ async fn phone_turn(st: &AppState, job: &PhoneTurn) -> Result<String, AppError> 
 
 /// The user's messaging-app conversation with the assistant, made when missing.
 fn phone_conversation(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     now: DateTime<Utc>,
@@ -594,7 +595,7 @@ fn compose(events: &[(String, serde_json::Value)]) -> String {
 }
 
 /// Forgets provider message ids after a week: a provider repeats a delivery within hours.
-pub fn purge_inbound(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+pub fn purge_inbound(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(crate::db::exec(
         tx,
         "DELETE FROM assistant_phone_inbound WHERE created_at < ?1",

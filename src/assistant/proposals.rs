@@ -259,7 +259,7 @@ pub async fn decide(
 
 /// Marks the proposal applied and records its action, in the caller's transaction.
 fn record_action(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     p: &super::model::ProposalOut,
     (store, user): (StoreId, UserId),
     (resource_type, resource_id, undo): (&str, &str, Option<&Value>),
@@ -299,7 +299,7 @@ pub struct Outside<'a> {
 /// the proposal awaiting approval, so approving or declining it streams a follow-up turn
 /// like any proposal's.
 pub fn propose_outside_turn(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     o: &Outside<'_>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<super::model::ProposalOut, AppError> {

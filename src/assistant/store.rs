@@ -1,8 +1,9 @@
 //! The assistant's SQL. Every read of a conversation, proposal or action names its owner
 //! (store and user): nobody else's is ever found.
 
+use crate::db::Tx;
 use chrono::{DateTime, Datelike, TimeZone, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 
 use super::model::{
@@ -31,7 +32,7 @@ fn conversation_row(r: &Row<'_>) -> rusqlite::Result<AssistantConversationOut> {
 }
 
 pub fn insert_conversation(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     id: AssistantConversationId,
@@ -123,7 +124,7 @@ pub fn count_conversations(
 
 /// Renames the user's conversation; false when it is not theirs.
 pub fn rename_conversation(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     id: AssistantConversationId,
@@ -141,7 +142,7 @@ pub fn rename_conversation(
 /// Deletes the user's conversation with its messages and proposals (actions stay, without
 /// it); false when it is not theirs.
 pub fn delete_conversation(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     id: AssistantConversationId,
@@ -192,7 +193,7 @@ impl<'a> NewMessage<'a> {
 
 /// Appends a message and touches the conversation.
 pub fn append(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     conversation: AssistantConversationId,
     m: &NewMessage<'_>,
     now: DateTime<Utc>,
@@ -377,11 +378,7 @@ pub struct NewProposal<'a> {
     pub expires_at: DateTime<Utc>,
 }
 
-fn insert_proposal(
-    tx: &Transaction<'_>,
-    p: &NewProposal<'_>,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+fn insert_proposal(tx: &Tx<'_>, p: &NewProposal<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "INSERT INTO assistant_proposals (id, store_id, user_id, conversation_id, tool_call_id,
@@ -414,11 +411,7 @@ pub fn proposal_by_id_unscoped(
 }
 
 /// Stores a proposal and the answer to its tool call the model reads: awaiting approval.
-pub fn propose(
-    tx: &Transaction<'_>,
-    p: &NewProposal<'_>,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn propose(tx: &Tx<'_>, p: &NewProposal<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     insert_proposal(tx, p, now)?;
     let waiting = serde_json::json!({"status": "awaiting_approval", "proposal_id": p.id,
                                      "summary": p.summary})
@@ -484,7 +477,7 @@ pub fn pending_proposals(
 /// Moves a pending, unexpired proposal of the user to `to`; false when there is none (it
 /// was decided, expired, or is another's): the one gate two approvals race through.
 pub fn decide(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     id: ProposalId,
     to: ProposalStatus,
@@ -501,7 +494,7 @@ pub fn decide(
 /// Ends an approval that was running the write: `applied`, `failed`, or back to
 /// `pending` when a check before the write refused it.
 pub fn settle(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: ProposalId,
     to: ProposalStatus,
     now: DateTime<Utc>,
@@ -527,7 +520,7 @@ pub struct NewAction<'a> {
 }
 
 pub fn insert_action(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     a: &NewAction<'_>,
     now: DateTime<Utc>,
 ) -> Result<ActionId, AppError> {
@@ -600,7 +593,7 @@ pub fn get_action(
 
 /// Marks an action undone; false when it already was (the gate two undos race through).
 pub fn mark_undone(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: ActionId,
     undone: Option<DateTime<Utc>>,
 ) -> Result<bool, AppError> {
@@ -684,7 +677,7 @@ pub enum Slot {
 /// `subscription_inactive` before anything is counted while the organization's subscription
 /// is suspended or canceled.
 pub fn take_message(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     (plans, ceiling): (&crate::billing::plans::Catalog, Option<u32>),
     store: StoreId,
     now: DateTime<Utc>,
@@ -698,12 +691,7 @@ pub fn take_message(
 }
 
 /// Counts one message against the cap; false (nothing counted) when the cap is reached.
-fn take_one(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    cap: i64,
-    now: DateTime<Utc>,
-) -> Result<bool, AppError> {
+fn take_one(tx: &Tx<'_>, store: StoreId, cap: i64, now: DateTime<Utc>) -> Result<bool, AppError> {
     let key = period(now).0;
     crate::db::exec(
         tx,
@@ -723,7 +711,7 @@ fn take_one(
 /// finishing), after ten minutes: a write that commits with its action record did not
 /// happen (`failed`); a refund or a reply, recorded only after it, may have
 /// (`interrupted`: the order or the conversation tells).
-pub fn fail_interrupted(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+pub fn fail_interrupted(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(crate::db::exec(
         tx,
         "UPDATE assistant_proposals

@@ -6,9 +6,10 @@
 //! user approved (issue 16). `details` says more where an action needs it
 //! (`billing.limit_exceeded`: the limit, its max and the count that passed it).
 
+use crate::db::Tx;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, Row, Transaction, params};
+use rusqlite::{Connection, Row, params};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -42,7 +43,7 @@ pub struct Actor {
     pub on_record: OnRecord,
 }
 
-type Hook = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), AppError> + Send>;
+type Hook = Box<dyn FnOnce(&Tx<'_>) -> Result<(), AppError> + Send>;
 
 /// Work that must commit with a write or not at all, run once in the transaction of the
 /// write's audit entry: the assistant records the action it applied this way, so a write
@@ -51,13 +52,13 @@ type Hook = Box<dyn FnOnce(&Transaction<'_>) -> Result<(), AppError> + Send>;
 pub struct OnRecord(Option<std::sync::Arc<std::sync::Mutex<Option<Hook>>>>);
 
 impl OnRecord {
-    pub fn new(f: impl FnOnce(&Transaction<'_>) -> Result<(), AppError> + Send + 'static) -> Self {
+    pub fn new(f: impl FnOnce(&Tx<'_>) -> Result<(), AppError> + Send + 'static) -> Self {
         Self(Some(std::sync::Arc::new(std::sync::Mutex::new(Some(
             Box::new(f),
         )))))
     }
 
-    fn run(&self, tx: &Transaction<'_>) -> Result<(), AppError> {
+    fn run(&self, tx: &Tx<'_>) -> Result<(), AppError> {
         let hook = self.0.as_ref().and_then(|h| {
             h.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -145,7 +146,7 @@ impl Actor {
 /// Records one write, in the caller's transaction. A domain change that also fires an event
 /// goes through `webhooks::publish_change`, which calls this.
 pub fn record(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     action: &str,
     resource_type: &str,
@@ -157,7 +158,7 @@ pub fn record(
 
 /// [`record`] with what the entry is about beyond its resource (a limit passed, its count).
 pub fn record_with_details(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     action: &str,
     resource_type: &str,
@@ -175,7 +176,7 @@ pub fn record_with_details(
 }
 
 fn insert(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     (action, resource_type, resource_id): (&str, &str, &str),
     details: Option<&str>,

@@ -269,7 +269,7 @@ pub async fn otp_verify(
 }
 
 fn newest_sign_in_code(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     user: UserId,
     owner: CodeOwner<'_>,
 ) -> Result<store::CodeRow, AppError> {

@@ -1,11 +1,11 @@
 //! Second factors (spec 3 challenge rows, 4.1; issue 3): TOTP, recovery codes, and the
 //! verify step of a sign-in that a password step answered with `two_factor_required`.
 
+use crate::db::Tx;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::{
     PasswordConfirmIn, ReauthIn, RecoveryCodesOut, RecoveryVerifyIn, SessionOut, TotpCodeIn,
@@ -204,7 +204,7 @@ pub(super) async fn verify_challenge<F>(
     check: F,
 ) -> Result<Response, AppError>
 where
-    F: FnOnce(&Transaction<'_>, &ChallengeRow, &UserRow, DateTime<Utc>) -> Result<Check, AppError>
+    F: FnOnce(&Tx<'_>, &ChallengeRow, &UserRow, DateTime<Utc>) -> Result<Check, AppError>
         + Send
         + 'static,
 {

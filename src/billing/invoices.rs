@@ -2,11 +2,12 @@
 //! invoice carries its BR Code (copy and paste) and a link to its QR code; a paid or void
 //! one never changes again.
 
+use crate::db::Tx;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -200,11 +201,7 @@ pub struct NewInvoice<'a> {
 }
 
 /// Issues an open invoice, numbered next in the server's sequence.
-pub fn issue(
-    tx: &Transaction<'_>,
-    n: &NewInvoice<'_>,
-    now: DateTime<Utc>,
-) -> Result<Invoice, AppError> {
+pub fn issue(tx: &Tx<'_>, n: &NewInvoice<'_>, now: DateTime<Utc>) -> Result<Invoice, AppError> {
     // One writer at a time (SQLite), so MAX + 1 cannot be taken twice.
     let seq: i64 = tx.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM invoices", [], |r| {
         r.get(0)
@@ -294,7 +291,7 @@ pub fn for_period(
 }
 
 /// Withdraws an open invoice; false when it was not open.
-pub fn void(tx: &Transaction<'_>, id: InvoiceId, now: DateTime<Utc>) -> Result<bool, AppError> {
+pub fn void(tx: &Tx<'_>, id: InvoiceId, now: DateTime<Utc>) -> Result<bool, AppError> {
     Ok(crate::db::exec(
         tx,
         "UPDATE invoices SET status = 'void', voided_at = ?2 WHERE id = ?1 AND status = 'open'",
@@ -304,7 +301,7 @@ pub fn void(tx: &Transaction<'_>, id: InvoiceId, now: DateTime<Utc>) -> Result<b
 
 /// Records an open invoice as paid; false when it was not open (paid already, or void).
 pub fn mark_paid(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: InvoiceId,
     paid_at: DateTime<Utc>,
     amount_cents: i64,

@@ -11,8 +11,9 @@
 //! - `cancel_at_period_end` → canceled when the period ends; a canceled subscription is
 //!   reactivated by paying a `subscription_resume` invoice.
 
+use crate::db::Tx;
 use chrono::{DateTime, Datelike, Duration, Months, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::invoices::{self, Invoice, InvoiceReason, InvoiceStatus, NewInvoice, SUSPENDED_DAYS};
@@ -90,7 +91,7 @@ pub fn load(c: &Connection, tenant: TenantId) -> Result<Option<Sub>, AppError> {
     .optional()?)
 }
 
-fn store(tx: &Transaction<'_>, s: &Sub, now: DateTime<Utc>) -> Result<(), AppError> {
+fn store(tx: &Tx<'_>, s: &Sub, now: DateTime<Utc>) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE subscriptions SET plan_code = ?2, billing_cycle = ?3, status = ?4,
@@ -130,12 +131,7 @@ pub struct Ctx<'a> {
 
 /// Saves `after` if it differs from `before`, with an audit entry (`subscription.<status>`
 /// for a new state, else `subscription.updated`) and the `subscription.updated` event.
-pub fn save(
-    tx: &Transaction<'_>,
-    ctx: &Ctx<'_>,
-    before: &Sub,
-    after: &Sub,
-) -> Result<bool, AppError> {
+pub fn save(tx: &Tx<'_>, ctx: &Ctx<'_>, before: &Sub, after: &Sub) -> Result<bool, AppError> {
     if before == after {
         return Ok(false);
     }
@@ -231,7 +227,7 @@ pub fn next_terms<'c>(catalog: &'c Catalog, s: &Sub) -> Result<(&'c Plan, Billin
 }
 
 /// Issues an invoice, audited (`invoice.issued`) in the caller's transaction.
-pub fn issue(tx: &Transaction<'_>, ctx: &Ctx<'_>, n: &NewInvoice<'_>) -> Result<Invoice, AppError> {
+pub fn issue(tx: &Tx<'_>, ctx: &Ctx<'_>, n: &NewInvoice<'_>) -> Result<Invoice, AppError> {
     let inv = invoices::issue(tx, n, ctx.now)?;
     audit::record(
         tx,
@@ -245,7 +241,7 @@ pub fn issue(tx: &Transaction<'_>, ctx: &Ctx<'_>, n: &NewInvoice<'_>) -> Result<
 }
 
 /// Withdraws an open invoice, audited (`invoice.voided`).
-pub fn void(tx: &Transaction<'_>, ctx: &Ctx<'_>, inv: &Invoice) -> Result<(), AppError> {
+pub fn void(tx: &Tx<'_>, ctx: &Ctx<'_>, inv: &Invoice) -> Result<(), AppError> {
     if invoices::void(tx, inv.id, ctx.now)? {
         audit::record(
             tx,
@@ -261,7 +257,7 @@ pub fn void(tx: &Transaction<'_>, ctx: &Ctx<'_>, inv: &Invoice) -> Result<(), Ap
 
 /// Issues the invoice of the period after the current one (a first invoice after a trial, or
 /// a renewal), due when the current period ends; the one already issued if there is one.
-pub fn issue_next(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invoice, AppError> {
+pub fn issue_next(tx: &Tx<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invoice, AppError> {
     if let Some(i) = invoices::for_period(tx, s.tenant, s.period_end)? {
         return Ok(i);
     }
@@ -289,7 +285,7 @@ pub fn issue_next(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invoic
 
 /// Issues the invoice that reactivates a canceled subscription (its period starts when it
 /// is paid), or returns the open one.
-pub fn issue_resume(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invoice, AppError> {
+pub fn issue_resume(tx: &Tx<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invoice, AppError> {
     if let Some(i) = invoices::open(tx, s.tenant)?
         .into_iter()
         .find(|i| i.reason == InvoiceReason::Resume)
@@ -315,7 +311,7 @@ pub fn issue_resume(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<Invo
 
 /// Re-issues the open invoices that bill whole periods (not a proration) at the terms they
 /// should have now: the old one is voided, the new one keeps its period start and due date.
-pub fn reprice_open(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<(), AppError> {
+pub fn reprice_open(tx: &Tx<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<(), AppError> {
     for inv in invoices::open(tx, s.tenant)? {
         if inv.reason == InvoiceReason::Update {
             continue;
@@ -364,7 +360,7 @@ pub fn reprice_open(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &Sub) -> Result<(), 
 /// yet paid are re-issued at the new price by [`reprice_open`] instead. Each upgrade's
 /// difference stays owed until paid, so successive upgrades add up to the dearest price.
 pub fn prorate(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     ctx: &Ctx<'_>,
     s: &Sub,
     from: &Plan,
@@ -423,14 +419,14 @@ pub fn prorate(
     Ok(())
 }
 
-fn void_all_open(tx: &Transaction<'_>, ctx: &Ctx<'_>, tenant: TenantId) -> Result<(), AppError> {
+fn void_all_open(tx: &Tx<'_>, ctx: &Ctx<'_>, tenant: TenantId) -> Result<(), AppError> {
     for inv in invoices::open(tx, tenant)? {
         void(tx, ctx, &inv)?;
     }
     Ok(())
 }
 
-fn cancel_now(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &mut Sub) -> Result<(), AppError> {
+fn cancel_now(tx: &Tx<'_>, ctx: &Ctx<'_>, s: &mut Sub) -> Result<(), AppError> {
     s.status = SubscriptionStatus::Canceled;
     s.canceled_at = Some(ctx.now);
     s.cancel_at_period_end = false;
@@ -444,7 +440,7 @@ fn cancel_now(tx: &Transaction<'_>, ctx: &Ctx<'_>, s: &mut Sub) -> Result<(), Ap
 /// Moves one organization's subscription as far as `ctx.now` takes it (the daily job).
 /// Idempotent: run twice at the same time, the second run changes nothing.
 pub fn advance(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     ctx: &Ctx<'_>,
     tenant: TenantId,
     grace_days: u32,
@@ -552,7 +548,7 @@ pub fn advance(
 /// it was a `subscription_resume` invoice). Audited, with `invoice.paid` and, when the
 /// subscription changed, `subscription.updated`. False when the invoice was not open.
 pub fn apply_payment(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     ctx: &Ctx<'_>,
     inv: &Invoice,
     paid_at: DateTime<Utc>,
@@ -618,7 +614,7 @@ impl JobKind for BillingDay {
 
 /// Enqueues a daily run at `run_at` unless one is waiting (`also_running`: or running).
 fn schedule(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run_at: DateTime<Utc>,
     now: DateTime<Utc>,
     also_running: bool,
@@ -628,7 +624,7 @@ fn schedule(
 
 /// The scheduler's hourly check: a run now, unless one is waiting or running (the first
 /// start, or after a run that died for good).
-pub fn ensure_scheduled(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
+pub fn ensure_scheduled(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     schedule(tx, now, now, true)
 }
 
@@ -681,11 +677,7 @@ pub async fn run_day(st: &crate::state::AppState) -> anyhow::Result<()> {
 
 /// `setup --demo`: the organization is on the default plan, monthly and active, two periods
 /// paid (its first invoice after the trial, then a renewal) and the next renewal open.
-pub fn seed_demo(
-    tx: &Transaction<'_>,
-    tenant: TenantId,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn seed_demo(tx: &Tx<'_>, tenant: TenantId, now: DateTime<Utc>) -> Result<(), AppError> {
     let catalog = Catalog::default();
     let plan = catalog.plan_or_default(None)?;
     let cycle = BillingCycle::Monthly;

@@ -12,8 +12,9 @@
 //! - The assistant's monthly cap is the plan's, lowered to the operator's
 //!   `--assistant-monthly-cap` when one is set; it answers nothing while inactive.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
 
 use super::plans::{Catalog, Limits};
@@ -179,7 +180,7 @@ pub const LIMIT_EXCEEDED: &str = "billing.limit_exceeded";
 /// entry `billing.limit_exceeded` (`details {limit, max, used}`, `used` counting this one,
 /// in the store's audit log) and a warning in the server's log. Nothing else is sent.
 pub fn count_one_more(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     catalog: &Catalog,
     actor: &Actor,
     what: Limit,

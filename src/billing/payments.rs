@@ -1,12 +1,12 @@
 //! Confirmed payments: the payment provider's signed webhook, and the operator's
 //! `billing mark-paid`. Both end in `lifecycle::apply_payment`, once per invoice.
 
+use crate::db::Tx;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -64,7 +64,7 @@ impl Refused {
 /// Keeps a signed payment that could not be applied, once, for the operator: the money has
 /// arrived (Pix cannot be recalled) even though no open invoice takes it.
 fn keep_unapplied(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     p: &PixPayment,
     paid_at: DateTime<Utc>,
     invoice: Option<&str>,
@@ -140,7 +140,7 @@ impl From<Refused> for AppError {
 /// Applies a payment of the invoice `inv` (found by txid or number), once: a repeat of a
 /// paid invoice's payment changes nothing and answers the invoice as it is.
 pub fn settle(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     ctx: &Ctx<'_>,
     inv: Option<invoices::Invoice>,
     amount_cents: Option<i64>,

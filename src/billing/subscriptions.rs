@@ -2,9 +2,10 @@
 //! and what it uses against the plan's limits. A new organization starts a 14-day trial
 //! (spec 8) on the plan `POST /tenants` named, else the catalog's default.
 
+use crate::db::Tx;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -91,7 +92,7 @@ pub fn check_plan(catalog: &Catalog, code: Option<&str>) -> Result<Option<String
 
 /// Starts a new organization's trial, in its creation's transaction.
 pub fn start_trial(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: TenantId,
     plan_code: Option<&str>,
     now: DateTime<Utc>,
@@ -288,7 +289,7 @@ async fn change(
     p: Principal,
     trace: &TraceId,
     tenant: TenantId,
-    f: impl FnOnce(&Transaction<'_>, &Ctx<'_>, Sub) -> Result<Sub, AppError> + Send + 'static,
+    f: impl FnOnce(&Tx<'_>, &Ctx<'_>, Sub) -> Result<Sub, AppError> + Send + 'static,
 ) -> Result<Json<SubscriptionOut>, AppError> {
     let (now, cfg, origin, trace) = (
         st.clock.now(),

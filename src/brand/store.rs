@@ -1,7 +1,8 @@
 //! The brand area's SQL. Versions are only ever inserted (a trigger refuses updates).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::{BrandSystem, BrandSystemOut, BrandVersionOut};
 use crate::error::AppError;
@@ -75,11 +76,7 @@ pub struct NewVersion<'a> {
     pub created_by: UserId,
 }
 
-pub fn insert_version(
-    tx: &Transaction<'_>,
-    v: &NewVersion<'_>,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn insert_version(tx: &Tx<'_>, v: &NewVersion<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     let system = serde_json::to_string(v.system).map_err(AppError::internal)?;
     crate::db::exec(
         tx,
@@ -100,11 +97,7 @@ pub fn insert_version(
 }
 
 /// Records that the merchant saved the brand (the onboarding checklist's `brand` step).
-pub fn mark_saved(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn mark_saved(tx: &Tx<'_>, store: StoreId, now: DateTime<Utc>) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE stores SET brand_updated_at = ?2 WHERE id = ?1",

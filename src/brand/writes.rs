@@ -3,8 +3,8 @@
 //! event, its audit entry and the store's `brand_updated_at`. Permission checks stay with the
 //! callers (the handler's `scope.require`, the assistant's at approval time).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 use serde::Serialize;
 
 use super::model::{BrandSystem, BrandSystemIn, BrandSystemOut};
@@ -36,7 +36,7 @@ pub struct BrandSystemUpdated<'a> {
 /// Version 1 of a new store: the default built from its name, by its creator. Not a save
 /// of the merchant's: no event, and the onboarding checklist's `brand` step stays undone.
 pub fn create_default(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     name: &str,
     creator: UserId,
@@ -60,7 +60,7 @@ pub fn create_default(
 /// The store's newest version, creating the default first for a store made before the
 /// brand area existed (stores made since have it from their creation).
 pub fn ensure_default(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     by: UserId,
     now: DateTime<Utc>,
@@ -76,7 +76,7 @@ pub fn ensure_default(
 /// Saves `system` (already checked) as the store's next version, by the merchant: in the
 /// caller's transaction, with `brand_updated_at`, the event and the audit entry.
 fn add_version(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     store: StoreId,
     mut system: BrandSystem,
@@ -177,7 +177,7 @@ pub async fn restore(
 /// `setup --demo`: two versions saved after the default, as a merchant would have (the
 /// demo records no events or audit entries, as the rest of it does not).
 pub fn seed_demo(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     now: DateTime<Utc>,

@@ -8,10 +8,11 @@
 //! [`CartOut`], which never holds a token, for both. The shopper opens the cart through the
 //! link the team sends: the recovery link ([`recovery::link`]), which hands out a fresh token.
 
+use crate::db::Tx;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, Transaction};
+use rusqlite::Connection;
 
 use super::model::{
     CartCustomer, CartLineIn, CartLinesIn, CartLinkIn, CartOut, ConversationCartIn,
@@ -91,7 +92,7 @@ fn contact_of(conv: &ConversationOut) -> CartCustomer {
 /// Attaches `cart_id` (an open cart of the store, attached nowhere else) or a new team cart
 /// to the conversation; true when it attached one, false when one was attached already.
 fn attach_in(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     store: StoreId,
     conv: ConversationId,

@@ -1,10 +1,10 @@
 //! Cart recovery: the job that marks carts abandoned (`carts.abandoned`, once per cart), and
 //! the signed link in that event that opens the cart again.
 
+use crate::db::Tx;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::Transaction;
 use serde::{Deserialize, Serialize};
 
 use super::model::CartAbandoned;
@@ -37,7 +37,7 @@ pub const LINK_VALID: Duration = Duration::days(14);
 
 /// Enqueues a run at `run_at` unless one is waiting (`also_running`: or running).
 fn schedule(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run_at: DateTime<Utc>,
     now: DateTime<Utc>,
     also_running: bool,
@@ -47,7 +47,7 @@ fn schedule(
 
 /// The scheduler's hourly check: a run now, unless one is waiting or running (the first
 /// start, or after a run that died for good).
-pub fn ensure_scheduled(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
+pub fn ensure_scheduled(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     schedule(tx, now, now, true)
 }
 
@@ -118,7 +118,7 @@ async fn expire_unpaid(st: &AppState, now: DateTime<Utc>) -> anyhow::Result<usiz
 /// Marks one cart abandoned and fires `carts.abandoned`, in one transaction; false (and
 /// nothing fired) when it changed or was checked out since it was found.
 fn abandon(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     key: &[u8],
     origin: &str,
     s: StoreId,

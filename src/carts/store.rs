@@ -1,8 +1,9 @@
 //! SQL of carts and their lines; every query is scoped by store (the recovery scan, which
 //! reads every store's, is named for it).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{CartCustomer, CartItemOut, CartOut, CartStatus};
 use crate::db::rendered::Position;
@@ -41,7 +42,7 @@ pub struct NewCart<'a> {
     pub currency: &'a str,
 }
 
-pub fn insert(tx: &Transaction<'_>, c: &NewCart<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
+pub fn insert(tx: &Tx<'_>, c: &NewCart<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "INSERT INTO carts (id, store_id, channel_id, token_hash, currency, created_at, updated_at)
@@ -99,7 +100,7 @@ pub fn attached(
 
 /// Attaches the cart to `conversation`, or detaches it (None).
 pub fn attach(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     conversation: Option<ConversationId>,
@@ -114,7 +115,7 @@ pub fn attach(
 
 /// Sets the cart's channel when it has none (the one its links will name).
 pub fn set_channel(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     channel: ChannelId,
@@ -128,7 +129,7 @@ pub fn set_channel(
 }
 
 /// Removes every line of the cart (a whole new list follows).
-pub fn clear_items(tx: &Transaction<'_>, cart: CartId) -> Result<(), AppError> {
+pub fn clear_items(tx: &Tx<'_>, cart: CartId) -> Result<(), AppError> {
     crate::db::exec(tx, "DELETE FROM cart_items WHERE cart_id = ?1", [cart])?;
     Ok(())
 }
@@ -229,7 +230,7 @@ pub fn quantity(c: &Connection, cart: CartId, variant: VariantId) -> Result<Opti
 
 /// Sets the line's quantity, adding the line at the end when it is new.
 pub fn put_item(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     cart: CartId,
     variant: VariantId,
     quantity: i64,
@@ -246,11 +247,7 @@ pub fn put_item(
 }
 
 /// Removes the line; false when the cart has none for `variant`.
-pub fn remove_item(
-    tx: &Transaction<'_>,
-    cart: CartId,
-    variant: VariantId,
-) -> Result<bool, AppError> {
+pub fn remove_item(tx: &Tx<'_>, cart: CartId, variant: VariantId) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "DELETE FROM cart_items WHERE cart_id = ?1 AND variant_id = ?2",
@@ -260,12 +257,7 @@ pub fn remove_item(
 }
 
 /// Records a change made now: abandonment counts from it.
-pub fn touch(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    id: CartId,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn touch(tx: &Tx<'_>, store: StoreId, id: CartId, now: DateTime<Utc>) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE carts SET updated_at = ?3 WHERE store_id = ?1 AND id = ?2",
@@ -275,7 +267,7 @@ pub fn touch(
 }
 
 pub fn set_contact(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     contact: &CartCustomer,
@@ -291,7 +283,7 @@ pub fn set_contact(
 
 /// Replaces the shopper's token (a recovery link hands out a new one).
 pub fn set_token_hash(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     hash: &[u8],
@@ -307,7 +299,7 @@ pub fn set_token_hash(
 /// Moves the cart from `from` to `to` (`converted` or `recovered`) with its order, only if
 /// it is still `from`: a second checkout of the same cart finds nothing to move.
 pub fn check_out(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     from: CartStatus,
@@ -347,7 +339,7 @@ pub fn to_abandon_unscoped(
 /// Marks the cart abandoned if it is still open and untouched since `cutoff`; true when
 /// this call did (so its event fires once).
 pub fn abandon(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     cutoff: DateTime<Utc>,
@@ -412,7 +404,7 @@ pub fn count(c: &Connection, store: StoreId, status: Option<CartStatus>) -> Resu
 
 /// Deletes carts nobody checked out and nobody touched since `before` (open or abandoned;
 /// their recovery links expired long ago). Checked-out carts stay with their orders.
-pub fn purge_stale(tx: &Transaction<'_>, before: DateTime<Utc>) -> Result<usize, AppError> {
+pub fn purge_stale(tx: &Tx<'_>, before: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(crate::db::exec(
         tx,
         "DELETE FROM carts WHERE status IN ('open', 'abandoned') AND updated_at < ?1",

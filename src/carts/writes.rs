@@ -2,8 +2,9 @@
 //! storefront's (the shopper, holding the cart's token) and the inbox's (the team, in an
 //! assisted sale). Access is the caller's to check first ([`authorize`] for a shopper).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, Transaction};
+use rusqlite::Connection;
 
 use super::model::{CartCustomer, CartOut, CartRecovered, CartStatus, CartUpdated};
 use super::store::{self, Head, NewCart};
@@ -30,7 +31,7 @@ pub fn not_found() -> AppError {
 /// `shopper`, a token is made for them (returned once, its hash stored); without, the cart
 /// is the team's (an assisted sale in the inbox).
 pub fn create(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     channel: Option<ChannelId>,
     shopper: bool,
@@ -72,7 +73,7 @@ pub fn authorize(
 }
 
 /// A token for the cart in place of the old one (a recovery link was opened).
-pub fn new_token(tx: &Transaction<'_>, store: StoreId, id: CartId) -> Result<String, AppError> {
+pub fn new_token(tx: &Tx<'_>, store: StoreId, id: CartId) -> Result<String, AppError> {
     let token = crate::secrets::new_token("ct_");
     store::set_token_hash(tx, store, id, &crate::secrets::hash(&token))?;
     Ok(token)
@@ -163,7 +164,7 @@ fn sellable_as(
 
 /// Adds `quantity` units of `variant` (to its line, if the cart has one).
 pub fn add_item(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     variant: VariantId,
@@ -197,7 +198,7 @@ pub fn add_item(
 /// (422 naming `items[i]`; 409 `insufficient_stock`), a variant may appear once, and nothing
 /// changes unless every line passes.
 pub fn set_items(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     items: &[(VariantId, i64)],
@@ -245,7 +246,7 @@ fn lines(c: &Connection, store: StoreId, id: CartId) -> Result<usize, AppError> 
 
 /// Sets the quantity of a line the cart has (404 otherwise).
 pub fn set_quantity(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     variant: VariantId,
@@ -265,7 +266,7 @@ pub fn set_quantity(
 
 /// Removes a line the cart has (404 otherwise).
 pub fn remove_item(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     variant: VariantId,
@@ -296,7 +297,7 @@ pub fn contact(email: Option<&str>, phone: Option<&str>) -> Result<CartCustomer,
 
 /// Replaces the cart's contact.
 pub fn set_contact(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CartId,
     contact: &CartCustomer,
@@ -321,7 +322,7 @@ pub struct Checkout {
 /// cart becomes `converted`, or `recovered` with `carts.recovered` when it had been
 /// abandoned. An empty cart or one without a contact is 422; one checked out already, 409.
 pub fn checkout(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     plans: &Catalog,
     store: StoreId,
     id: CartId,
@@ -397,7 +398,7 @@ pub fn checkout(
 /// The store's customer with the cart's e-mail (or else phone); a new one named by it
 /// otherwise, recorded like any other (`customers.created`, audited as the storefront).
 fn customer_for(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     store: StoreId,
     who: &CartCustomer,

@@ -1,7 +1,8 @@
 //! SQL of the catalog; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{CategoryOut, ProductOut, ProductStatus, VariantIn, VariantOut};
 use crate::db::rendered::Position;
@@ -42,7 +43,7 @@ pub fn free_slug(
 
 #[allow(clippy::too_many_arguments)]
 pub fn insert_product(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: ProductId,
     title: &str,
@@ -71,7 +72,7 @@ fn json(v: &[String]) -> Result<String, AppError> {
 /// Changes the given fields; false when the store has no such product.
 #[allow(clippy::too_many_arguments)]
 pub fn update_product(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: ProductId,
     title: Option<&str>,
@@ -125,11 +126,7 @@ pub fn unknown_category(
     Ok(None)
 }
 
-pub fn set_categories(
-    tx: &Transaction<'_>,
-    product: ProductId,
-    ids: &[CategoryId],
-) -> Result<(), AppError> {
+pub fn set_categories(tx: &Tx<'_>, product: ProductId, ids: &[CategoryId]) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "DELETE FROM product_categories WHERE product_id = ?1",
@@ -148,7 +145,7 @@ pub fn set_categories(
 /// new ones added, the rest removed. An id that is not one of this product's variants is
 /// `Ok(Err(id))`; removing one that holds stock is 409 `conflict` with `details.variant_ids`.
 pub fn set_variants(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     product: ProductId,
     wanted: &[VariantIn],
@@ -335,11 +332,7 @@ pub fn get_product(
     }
 }
 
-pub fn delete_product(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    id: ProductId,
-) -> Result<bool, AppError> {
+pub fn delete_product(tx: &Tx<'_>, store: StoreId, id: ProductId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "products", store, &id)
 }
 
@@ -505,7 +498,7 @@ pub fn would_cycle(c: &Connection, id: CategoryId, parent: CategoryId) -> Result
     )?)
 }
 
-pub fn insert_category(tx: &Transaction<'_>, out: &CategoryOut) -> Result<(), AppError> {
+pub fn insert_category(tx: &Tx<'_>, out: &CategoryOut) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "INSERT INTO categories (id, store_id, parent_id, name, slug, created_at, updated_at)
@@ -529,7 +522,7 @@ pub fn insert_category(tx: &Transaction<'_>, out: &CategoryOut) -> Result<(), Ap
 }
 
 pub fn update_category(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CategoryId,
     name: Option<&str>,
@@ -562,11 +555,7 @@ pub fn update_category(
 }
 
 /// Deletes a category; its products lose it (their storefront rows with them).
-pub fn delete_category(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    id: CategoryId,
-) -> Result<bool, AppError> {
+pub fn delete_category(tx: &Tx<'_>, store: StoreId, id: CategoryId) -> Result<bool, AppError> {
     let products: Vec<ProductId> = tx
         .prepare_cached("SELECT product_id FROM product_categories WHERE category_id = ?1")?
         .query_map([id], |r| r.get(0))?

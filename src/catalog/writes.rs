@@ -3,8 +3,8 @@
 //! Permission checks stay with the callers (the handler's `scope.require`, the assistant's
 //! at approval time).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::{ProductOut, ProductPatch, VariantIn};
 use super::store;
@@ -163,7 +163,7 @@ pub(super) fn check_variants(variants: &[VariantIn]) -> Result<Vec<VariantIn>, A
 
 /// The write both create and update end with: categories and variants checked and set.
 pub(super) fn set_children(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: ProductId,
     categories: Option<&[CategoryId]>,
@@ -193,7 +193,7 @@ pub(super) fn set_children(
 /// Reads a product just written back as the API shows it, and publishes the change with it.
 /// Every product write ends here, so this is also where its storefront row is rewritten.
 pub(super) fn publish_product(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     (store, id): (StoreId, ProductId),
     event: Event,

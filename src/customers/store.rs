@@ -1,7 +1,8 @@
 //! SQL of customers; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{Address, CustomerOut};
 use crate::db::rendered::Position;
@@ -62,7 +63,7 @@ pub enum Tagged {
 
 /// Adds `tag` to the customer.
 pub fn add_tag(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CustomerId,
     tag: &str,
@@ -98,7 +99,7 @@ pub struct Fields {
 }
 
 pub fn insert(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CustomerId,
     f: &Fields,
@@ -129,7 +130,7 @@ pub fn insert(
 
 /// Applies `f`; false when the store has no such customer.
 pub fn update(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CustomerId,
     f: &Fields,
@@ -204,7 +205,7 @@ pub fn find_by_contact(
 
 /// Deletes a customer and takes it out of the store's analytics (new customers count those
 /// that exist), in the caller's transaction.
-pub fn delete(tx: &Transaction<'_>, store: StoreId, id: CustomerId) -> Result<bool, AppError> {
+pub fn delete(tx: &Tx<'_>, store: StoreId, id: CustomerId) -> Result<bool, AppError> {
     let created_at: Option<String> = tx
         .prepare_cached(
             "DELETE FROM customers WHERE store_id = ?1 AND id = ?2 RETURNING created_at",

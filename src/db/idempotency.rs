@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{OptionalExtension, params};
 
 use crate::error::AppError;
 use crate::time;
@@ -30,7 +31,7 @@ pub struct Stored {
 /// Looks the key up and, unless a live request owns it or it holds a response, writes this
 /// request's start marker (one left by a request older than `stale_after` is taken over).
 pub fn begin(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     scope: &str,
     key: &str,
     hash: &[u8],
@@ -58,7 +59,7 @@ pub fn begin(
         )
         .optional()?;
     let now_s = time::format(now);
-    let start = |tx: &Transaction<'_>| -> Result<Begin, AppError> {
+    let start = |tx: &Tx<'_>| -> Result<Begin, AppError> {
         let token = uuid::Uuid::new_v4().to_string();
         super::exec(
             tx,
@@ -101,7 +102,7 @@ pub fn begin(
 /// Stores the response of the request that owns the marker (its `token`); false when the
 /// marker was taken over meanwhile.
 pub fn save_response(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     scope: &str,
     key: &str,
     token: &str,
@@ -118,12 +119,7 @@ pub fn save_response(
 }
 
 /// Removes the marker if still ours and unanswered, so the key can be used again.
-pub fn remove_marker(
-    tx: &Transaction<'_>,
-    scope: &str,
-    key: &str,
-    token: &str,
-) -> Result<(), AppError> {
+pub fn remove_marker(tx: &Tx<'_>, scope: &str, key: &str, token: &str) -> Result<(), AppError> {
     super::exec(
         tx,
         "DELETE FROM idempotency_keys
@@ -134,7 +130,7 @@ pub fn remove_marker(
 }
 
 /// Deletes expired records (run by the cleanup job).
-pub fn purge_expired(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+pub fn purge_expired(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(super::exec(
         tx,
         "DELETE FROM idempotency_keys WHERE expires_at <= ?1",

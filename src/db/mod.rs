@@ -1,8 +1,10 @@
 //! Storage (issue 2 §2): one SQLite file `<data-dir>/merchant-admin.db` in WAL mode.
 //!
 //! Invariants:
-//! - One writer connection behind a mutex; every write is a `BEGIN IMMEDIATE` transaction that
-//!   commits on `Ok` and rolls back on `Err` (or on a panic, when the transaction is dropped).
+//! - One writer connection behind a mutex; every write runs in a `BEGIN IMMEDIATE`
+//!   transaction and is kept on `Ok` and rolled back on `Err` or a panic. Writes queued for
+//!   the writer thread share one commit per batch, each in its own savepoint ([`writer`]);
+//!   none is answered before its commit.
 //! - Reads use a pool of `query_only` connections, so readers never wait for the writer.
 //! - No SQLite call runs on an async worker thread: `read` and `write` hop to the database's
 //!   own threads (one per reader connection, one for the writer).
@@ -16,6 +18,7 @@ pub mod idempotency;
 pub mod keys;
 pub mod migrate;
 pub mod rendered;
+pub mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,10 +26,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::hooks::Action;
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::Notify;
 
 use crate::error::AppError;
+use crate::threads::Queue;
+pub use writer::Tx;
 
 pub const DB_FILE: &str = "merchant-admin.db";
 
@@ -192,9 +197,11 @@ pub struct Db {
     /// parked on the connection pool, and a thread that finds more reads queued runs them
     /// without going to sleep: tokio's blocking pool cost two context switches per read.
     read_threads: crate::threads::Threads,
-    /// The writer's thread: writes queue in it, and run one after another without a
-    /// context switch between them (blocking code elsewhere takes the mutex directly).
-    write_thread: crate::threads::Threads,
+    /// The writer thread's queue: writes run there in batches that share a commit
+    /// ([`writer`]); blocking code elsewhere takes the mutex directly.
+    write_queue: Queue<writer::Write>,
+    /// Where the writer records each batch's size, once metrics are on.
+    batch_sizes: Arc<std::sync::OnceLock<metrics::Histogram>>,
 }
 
 impl Db {
@@ -238,8 +245,30 @@ impl Db {
             // SQLite file connection does not go stale.
             .test_on_check_out(false)
             .build(manager)?;
+        let writer = Arc::new(Mutex::new(writer));
+        let (write_queue, writes) = Queue::new("db-write", queue_limit);
+        let epoch = Arc::new(AtomicU64::new(0));
+        let jobs_ready = Arc::new(Notify::new());
+        let batch_sizes = Arc::<std::sync::OnceLock<metrics::Histogram>>::default();
+        let sizes = batch_sizes.clone();
+        writer::start(
+            writer.clone(),
+            writes,
+            writer::Limits::default(),
+            move |n| {
+                if let Some(h) = sizes.get() {
+                    #[allow(clippy::cast_precision_loss)] // a batch holds at most 64 writes
+                    h.record(n as f64);
+                }
+            },
+            {
+                let (jobs, touched) = (job_inserted.clone(), credentials_touched.clone());
+                let (epoch, ready) = (epoch.clone(), jobs_ready.clone());
+                move || Self::after_commit(&jobs, &touched, &epoch, &ready)
+            },
+        );
         Ok(Self {
-            writer: Arc::new(Mutex::new(writer)),
+            writer,
             readers,
             read_threads: crate::threads::Threads::new(
                 "db-read",
@@ -247,12 +276,26 @@ impl Db {
                 queue_limit,
                 || {},
             ),
-            write_thread: crate::threads::Threads::new("db-write", 1, queue_limit, || {}),
+            write_queue,
+            batch_sizes,
             job_inserted,
-            jobs_ready: Arc::new(Notify::new()),
+            jobs_ready,
             credentials_touched,
-            credentials_epoch: Arc::new(AtomicU64::new(0)),
+            credentials_epoch: epoch,
         })
+    }
+
+    /// After a commit: a new credentials epoch if a credential table changed (after the
+    /// commit, so a reader that saw the old number read the old rows), and a wake-up for
+    /// the job workers if a job was queued. Also after a rollback: waking for nothing is
+    /// harmless, missing a commit is not.
+    fn after_commit(jobs: &AtomicBool, touched: &AtomicBool, epoch: &AtomicU64, ready: &Notify) {
+        if touched.swap(false, Ordering::Relaxed) {
+            epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        if jobs.swap(false, Ordering::Relaxed) {
+            ready.notify_waiters();
+        }
     }
 
     /// A number that changes after every committed change to the tables a credential is
@@ -293,13 +336,19 @@ impl Db {
 
     /// Reads and writes waiting for a database thread now.
     pub fn queue_depths(&self) -> (usize, usize) {
-        (self.read_threads.queued(), self.write_thread.queued())
+        (self.read_threads.queued(), self.write_queue.queued())
+    }
+
+    /// Records how many writes each of the writer's commits holds, from now on (the first
+    /// call wins).
+    pub fn observe_batches(&self, h: metrics::Histogram) {
+        let _ = self.batch_sizes.set(h);
     }
 
     /// Records every read's and write's wait for a database thread from now on.
     pub fn observe_waits(&self, read: metrics::Histogram, write: metrics::Histogram) {
         self.read_threads.observe_wait(read);
-        self.write_thread.observe_wait(write);
+        self.write_queue.observe_wait(write);
     }
 
     /// Wakes job workers after a commit that enqueued a job.
@@ -341,14 +390,15 @@ impl Db {
         .await
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer, off the async runtime.
+    /// Runs `f` in its own transaction (a savepoint of the writer's batch) on the writer
+    /// thread, off the async runtime; answers once the commit holding it is done.
     pub async fn write<T, F>(&self, f: F) -> Result<T, AppError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<T, AppError> + Send + 'static,
+        F: FnOnce(&Tx<'_>) -> Result<T, AppError> + Send + 'static,
     {
-        let db = self.clone();
-        self.write_thread.run(move || db.write_blocking(f)).await?
+        self.write_publish(move |tx| f(tx).map(|out| (out, ())), |()| {})
+            .await
     }
 
     /// [`Db::write`] for a write that finishes work already begun (the response of a request
@@ -358,12 +408,15 @@ impl Db {
     pub async fn write_to_finish<T, F>(&self, f: F) -> Result<T, AppError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<T, AppError> + Send + 'static,
+        F: FnOnce(&Tx<'_>) -> Result<T, AppError> + Send + 'static,
     {
-        let db = self.clone();
-        self.write_thread
-            .run_to_finish(move || db.write_blocking(f))
-            .await
+        let (job, answer) = writer::write(
+            &self.write_queue,
+            move |tx| f(tx).map(|out| (out, ())),
+            |()| {},
+        );
+        self.write_queue.submit_to_finish(job).await;
+        crate::threads::answer(answer).await
     }
 
     /// The synchronous form of [`Db::read`], for code already on a blocking thread.
@@ -382,42 +435,35 @@ impl Db {
     pub async fn write_publish<T, P, F, A>(&self, f: F, publish: A) -> Result<T, AppError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<(T, P), AppError> + Send + 'static,
+        P: Send + 'static,
+        F: FnOnce(&Tx<'_>) -> Result<(T, P), AppError> + Send + 'static,
         A: FnOnce(P) + Send + 'static,
     {
-        let db = self.clone();
-        self.write_thread
-            .run(move || db.write_blocking_then(f, publish))
-            .await?
+        let (job, answer) = writer::write(&self.write_queue, f, publish);
+        self.write_queue.submit(job)?;
+        crate::threads::answer(answer).await
     }
 
-    /// The synchronous form of [`Db::write`], for code already on a blocking thread.
+    /// The synchronous form of [`Db::write`], for code already on a blocking thread: its
+    /// own `BEGIN IMMEDIATE` transaction and commit.
     pub fn write_blocking<T>(
         &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T, AppError>,
-    ) -> Result<T, AppError> {
-        self.write_blocking_then(|tx| f(tx).map(|out| (out, ())), |()| {})
-    }
-
-    fn write_blocking_then<T, P>(
-        &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<(T, P), AppError>,
-        publish: impl FnOnce(P),
+        f: impl FnOnce(&Tx<'_>) -> Result<T, AppError>,
     ) -> Result<T, AppError> {
         let mut conn = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         self.job_inserted.store(false, Ordering::Relaxed);
         self.credentials_touched.store(false, Ordering::Relaxed);
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (out, published) = f(&tx)?; // dropping `tx` on Err (or unwind) rolls back
+        let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let sp = tx.savepoint()?;
+        let out = f(&sp)?; // dropping them on Err (or unwind) rolls back
+        sp.commit()?;
         tx.commit()?;
-        publish(published);
-        // After the commit, so a reader that saw the old number read the old rows.
-        if self.credentials_touched.swap(false, Ordering::Relaxed) {
-            self.credentials_epoch.fetch_add(1, Ordering::SeqCst);
-        }
-        if self.job_inserted.swap(false, Ordering::Relaxed) {
-            self.jobs_ready.notify_waiters();
-        }
+        Self::after_commit(
+            &self.job_inserted,
+            &self.credentials_touched,
+            &self.credentials_epoch,
+            &self.jobs_ready,
+        );
         Ok(out)
     }
 }

@@ -6,8 +6,9 @@
 //! start runs): it registers a [`Listener`] once at start ([`set_listeners`]), so this module
 //! names no area and a reaction commits with its event or not at all.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Transaction, params};
+use rusqlite::params;
 use serde::Serialize;
 
 use crate::error::AppError;
@@ -112,7 +113,7 @@ pub struct Recorded<'a> {
 }
 
 /// Runs in the transaction that records a store event; an error rolls the change back.
-pub type Listener = fn(&Transaction<'_>, &Recorded<'_>) -> Result<(), AppError>;
+pub type Listener = fn(&Tx<'_>, &Recorded<'_>) -> Result<(), AppError>;
 
 static LISTENERS: std::sync::OnceLock<&'static [Listener]> = std::sync::OnceLock::new();
 
@@ -126,7 +127,7 @@ pub fn set_listeners(listeners: &'static [Listener]) {
 /// runs the listeners for a store event: the webhooks area calls this when it publishes an
 /// event, then enqueues the deliveries in the same transaction.
 pub fn record(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store_id: Option<StoreId>,
     event: Event,
     data: &impl Serialize,

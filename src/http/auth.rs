@@ -6,13 +6,14 @@
 //! a revoked, expired or retired token is still refused on its very next use. The tables
 //! are read through [`Credentials`], which the auth area implements (http names no area).
 
+use crate::db::Tx;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, Transaction};
+use rusqlite::Connection;
 use std::sync::PoisonError;
 
 use super::rate_limit::CredentialId;
@@ -179,7 +180,7 @@ pub trait Credentials: Send + Sync {
     /// `last_used_at` (`stale`).
     fn note_use(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Tx<'_>,
         credential: &Credential,
         first_use: bool,
         stale: bool,

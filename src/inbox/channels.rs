@@ -118,7 +118,7 @@ fn split_settings(
 /// codes from: replies go out with the server's provider token, so a store may not claim a
 /// number another store (or the operator) uses.
 fn number_free(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     cfg: &crate::config::Config,
     public: &Settings,
     id: ChannelId,

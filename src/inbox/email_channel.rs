@@ -214,7 +214,7 @@ fn authorize(
 /// Stores `mail` on channel `id`: nothing when its Message-ID is there already, else in the
 /// thread it answers or a new conversation, with its files.
 fn file_mail(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     id: ChannelId,
     mail: &Mail,
     now: chrono::DateTime<chrono::Utc>,

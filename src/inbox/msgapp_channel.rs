@@ -22,13 +22,14 @@
 //! for another `phone_number_id` than the channel's are skipped; message types other than
 //! text, button and interactive replies are stored as a placeholder line (no media download).
 
+use crate::db::Tx;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Connection, Transaction};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
@@ -344,7 +345,7 @@ fn signed(headers: &HeaderMap, body: &[u8], secret: &[u8]) -> bool {
 /// Stores what a verified payload carries; the frames to publish once it commits. A channel
 /// turned off or deleted since the signature was checked takes nothing.
 fn ingest(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: ChannelId,
     payload: &MsgappWebhook,
     now: DateTime<Utc>,
@@ -418,7 +419,7 @@ fn inbound_text(m: &MsgappInbound) -> String {
 /// Stores a contact message once, in the contact's unresolved conversation or a new one,
 /// and opens the reply window from the message's own time.
 fn inbound(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     ch: &ChannelOut,
     v: &MsgappChangeValue,
     m: &MsgappInbound,
@@ -543,7 +544,7 @@ fn status_error(s: &MsgappStatus) -> String {
 
 /// Moves a store message's delivery status forward; unknown ids are ignored.
 fn status_update(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     ch: &ChannelOut,
     s: &MsgappStatus,
     now: DateTime<Utc>,
@@ -613,11 +614,7 @@ impl JobKind for MsgappReply {
 }
 
 /// Enqueues the first send of reply `message`, in the transaction that stored it.
-pub fn enqueue_reply(
-    tx: &Transaction<'_>,
-    message: MessageId,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn enqueue_reply(tx: &Tx<'_>, message: MessageId, now: DateTime<Utc>) -> Result<(), AppError> {
     jobs::enqueue(
         tx,
         &MsgappReply {

@@ -3,8 +3,8 @@
 //! reply's own transaction (so a reply is never stored without its delivery, nor sent
 //! without being stored).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::{ChannelKind, ConversationOut};
 use crate::config::Config;
@@ -29,7 +29,7 @@ pub fn check_reply(
 
 /// Enqueues the delivery of reply `message`, in the transaction that stored it.
 pub fn enqueue_reply(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     conversation: &ConversationOut,
     message: MessageId,
     now: DateTime<Utc>,

@@ -4,8 +4,9 @@
 //! (another time, another status, a contact's message) does nothing: the conversation's
 //! own `snoozed_until` must still be the one it was made for.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Transaction, params};
+use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use super::events;
@@ -34,7 +35,7 @@ impl JobKind for Wake {
 
 /// Schedules the wake of a conversation snoozed until `until` (an RFC 3339 time).
 pub fn schedule(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store_id: StoreId,
     conversation_id: ConversationId,
     until: &str,

@@ -1,7 +1,8 @@
 //! SQL of the inbox; every query is scoped by store (or by a conversation found in one).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{
     ChannelKind, ChannelOut, Contact, ConversationCounts, ConversationOut, ConversationSort,
@@ -44,11 +45,7 @@ pub struct NewChannel<'a> {
     pub secrets: Option<&'a [u8]>,
 }
 
-pub fn insert_channel(
-    tx: &Transaction<'_>,
-    c: &NewChannel<'_>,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn insert_channel(tx: &Tx<'_>, c: &NewChannel<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     let now = time::format(now);
     crate::db::exec(
         tx,
@@ -173,7 +170,7 @@ pub struct ChannelChange {
 
 /// False when the store has no such channel.
 pub fn update_channel(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: ChannelId,
     ch: &ChannelChange,
@@ -203,11 +200,7 @@ pub fn update_channel(
 }
 
 /// Deletes the channel and its conversations; false when the store has no such channel.
-pub fn delete_channel(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    id: ChannelId,
-) -> Result<bool, AppError> {
+pub fn delete_channel(tx: &Tx<'_>, store: StoreId, id: ChannelId) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "DELETE FROM channels WHERE store_id = ?1 AND id = ?2",
@@ -298,7 +291,7 @@ pub struct NewConversation<'a> {
 /// so chat conversations are never linked (that would show an impostor as the customer and
 /// tell a stranger who is one).
 pub fn insert_conversation(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     n: &NewConversation<'_>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
@@ -554,7 +547,7 @@ pub struct ConversationChange {
 
 /// False when the store has no such conversation.
 pub fn update_conversation(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: ConversationId,
     ch: &ConversationChange,
@@ -591,7 +584,7 @@ pub fn update_conversation(
 /// Marks the conversation read by the team (`agents`) or by the visitor: its unread count
 /// drops to zero and the other side's messages get `read_at`. The messages it marked.
 pub fn mark_read(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: ConversationId,
     by_visitor: bool,
@@ -656,7 +649,7 @@ pub struct NewMessage<'a> {
 /// unread count, who waits since when, and a contact's message reopens a resolved or
 /// snoozed conversation. False when `external_id` was stored already (a repeated delivery).
 pub fn insert_message(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     m: &NewMessage<'_>,
     now: DateTime<Utc>,
 ) -> Result<bool, AppError> {
@@ -712,11 +705,7 @@ pub fn insert_message(
 /// A conversation's first inbound message announces it to the team (as `conversation:new`
 /// does on the sockets): the members who read conversations are notified, in its
 /// transaction. A chat opened and never written in notifies nobody.
-fn notify_if_first(
-    tx: &Transaction<'_>,
-    m: &NewMessage<'_>,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+fn notify_if_first(tx: &Tx<'_>, m: &NewMessage<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     let first: Option<(ChannelKind, Contact)> = tx
         .prepare_cached(
             "SELECT c.channel_kind, c.contact_name, c.contact_email, c.contact_phone
@@ -778,7 +767,7 @@ pub fn get_message(c: &Connection, id: MessageId) -> Result<Option<MessageOut>, 
 
 /// Stores a message's files, numbered from 0 in the order given.
 pub fn insert_attachments(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     message: MessageId,
     files: &[super::model::NewFile],
 ) -> Result<(), AppError> {
@@ -988,7 +977,7 @@ pub fn message_by_external_id(
 /// Keeps the reply window open until `until` at least; it never closes earlier because an
 /// older message arrived late.
 pub fn extend_reply_window(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     conversation: ConversationId,
     until: DateTime<Utc>,
 ) -> Result<(), AppError> {
@@ -1006,7 +995,7 @@ pub fn extend_reply_window(
 /// Records the provider's id of a message sent through it; false when it had one already
 /// (or the conversation holds that id: kept unrecorded rather than failing a sent message).
 pub fn set_external_id(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     message: MessageId,
     external_id: &str,
 ) -> Result<bool, AppError> {
@@ -1020,7 +1009,7 @@ pub fn set_external_id(
 
 /// Sets a message's delivery status (and its error, and when the contact read it).
 pub fn set_delivery(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     message: MessageId,
     status: DeliveryStatus,
     error: Option<&str>,
@@ -1038,7 +1027,7 @@ pub fn set_delivery(
 
 // ---- notes ------------------------------------------------------------------------------
 
-pub fn insert_note(tx: &Transaction<'_>, store: StoreId, n: &NoteOut) -> Result<(), AppError> {
+pub fn insert_note(tx: &Tx<'_>, store: StoreId, n: &NoteOut) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "INSERT INTO conversation_notes (id, conversation_id, store_id, author_user_id, text,
@@ -1077,7 +1066,7 @@ pub fn notes(c: &Connection, conversation: ConversationId) -> Result<Vec<NoteOut
 // ---- socket tickets ---------------------------------------------------------------------
 
 pub fn insert_ticket(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     hash: &[u8],
     user: UserId,
     store: StoreId,
@@ -1096,7 +1085,7 @@ pub fn insert_ticket(
 /// Spends a ticket: (user, store, credential) when it is unused and unexpired; it cannot be
 /// used again either way.
 pub fn consume_ticket(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<Option<(UserId, StoreId, String)>, AppError> {
@@ -1114,7 +1103,7 @@ pub fn consume_ticket(
 }
 
 /// Deletes tickets past their minute (run by the cleanup job).
-pub fn purge_tickets(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+pub fn purge_tickets(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(crate::db::exec(
         tx,
         "DELETE FROM ws_tickets WHERE expires_at <= ?1",
@@ -1127,10 +1116,7 @@ pub fn purge_tickets(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, 
 pub const EMPTY_CONVERSATION_TTL: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 
 /// Deletes chat conversations nobody wrote in for [`EMPTY_CONVERSATION_TTL`].
-pub fn purge_empty_conversations(
-    tx: &Transaction<'_>,
-    now: DateTime<Utc>,
-) -> Result<usize, AppError> {
+pub fn purge_empty_conversations(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(crate::db::exec(
         tx,
         "DELETE FROM conversations

@@ -1,7 +1,8 @@
 //! SQL of stock; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::InventoryItem;
 use crate::db::rendered::Position;
@@ -61,7 +62,7 @@ fn is_low(available: i64, threshold: i64) -> bool {
 /// crosses the threshold. Every stock move goes through here: when `available` crosses zero
 /// the product's storefront row is rewritten, in the same transaction.
 pub fn change(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     variant: VariantId,
     d_on_hand: i64,
@@ -119,7 +120,7 @@ pub fn get(
 }
 
 pub fn log_adjustment(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: AdjustmentId,
     level: &InventoryItem,

@@ -19,8 +19,9 @@ pub mod worker;
 
 use std::time::Duration;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Transaction, params};
+use rusqlite::params;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -87,17 +88,13 @@ pub fn backoff_from(base: Duration, failed_attempts: u32) -> Duration {
 }
 
 /// Enqueues `job` to run now, in the caller's transaction.
-pub fn enqueue<J: JobKind>(
-    tx: &Transaction<'_>,
-    job: &J,
-    now: DateTime<Utc>,
-) -> Result<JobId, AppError> {
+pub fn enqueue<J: JobKind>(tx: &Tx<'_>, job: &J, now: DateTime<Utc>) -> Result<JobId, AppError> {
     enqueue_at(tx, job, now, now)
 }
 
 /// Enqueues `job` to run at `run_at` or later, in the caller's transaction.
 pub fn enqueue_at<J: JobKind>(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     job: &J,
     run_at: DateTime<Utc>,
     now: DateTime<Utc>,
@@ -131,7 +128,7 @@ pub fn enqueue_at<J: JobKind>(
 /// Enqueues `job` at `run_at` unless a job of its kind is waiting (or, with `or_running`,
 /// running): how a recurring job keeps one copy in the queue. True when it enqueued.
 pub fn enqueue_once<J: JobKind>(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     job: &J,
     run_at: DateTime<Utc>,
     now: DateTime<Utc>,

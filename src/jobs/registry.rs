@@ -7,8 +7,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 use serde::{Deserialize, Serialize};
 
 use super::{JobKind, StoredJob};
@@ -24,7 +24,7 @@ type Handler = Arc<
 >;
 
 /// Deletes what can never matter again; returns the rows removed.
-type Purge = fn(&Transaction<'_>, DateTime<Utc>, &Config) -> Result<usize, AppError>;
+type Purge = fn(&Tx<'_>, DateTime<Utc>, &Config) -> Result<usize, AppError>;
 
 /// Deletes what can never matter again: every registered purge, then old finished jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,7 +52,7 @@ pub struct Registry {
 
 /// Enqueues a recurring job unless one is waiting or running (a daily run that enqueues its
 /// next run itself).
-type Ensure = fn(&Transaction<'_>, DateTime<Utc>) -> Result<(), AppError>;
+type Ensure = fn(&Tx<'_>, DateTime<Utc>) -> Result<(), AppError>;
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -106,7 +106,7 @@ impl Registry {
     }
 
     /// Enqueues every [`Registry::recurring`] job that is not waiting or running.
-    pub fn keep_scheduled(&self, tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
+    pub fn keep_scheduled(&self, tx: &Tx<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
         for (name, ensure) in &self.recurring {
             ensure(tx, now).map_err(|e| {
                 tracing::error!(error = ?e, job = name, "could not enqueue a recurring job");

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 use tokio_util::sync::CancellationToken;
 
 use super::Cleanup;
@@ -12,7 +12,7 @@ use crate::error::AppError;
 use crate::state::AppState;
 
 /// Enqueues a cleanup unless one is already waiting or running.
-pub fn enqueue_cleanup(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<bool, AppError> {
+pub fn enqueue_cleanup(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<bool, AppError> {
     super::enqueue_once(tx, &Cleanup, now, now, true)
 }
 

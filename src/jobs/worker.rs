@@ -5,8 +5,9 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{OptionalExtension, params};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -73,7 +74,7 @@ pub fn attempt() -> Option<Attempt> {
 /// instead.
 #[tracing::instrument(skip_all)]
 pub fn claim(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     now: DateTime<Utc>,
     lease: Duration,
 ) -> Result<Option<Claimed>, AppError> {
@@ -105,7 +106,7 @@ pub fn claim(
 
 /// Claims up to `limit` due jobs of one lane of `queue`, oldest first.
 pub fn claim_lane(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     queue: &str,
     lane: &str,
     now: DateTime<Utc>,
@@ -128,7 +129,7 @@ pub fn claim_lane(
 /// Claims up to `limit` jobs of `queue` whose lease ran out (their worker died mid-attempt).
 /// Returns those claimed again and those that had used their last attempt and are now dead.
 pub fn claim_expired(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     queue: &str,
     now: DateTime<Utc>,
     lease: Duration,
@@ -145,7 +146,7 @@ pub fn claim_expired(
 }
 
 fn take_all(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     ids: Vec<JobId>,
     now: DateTime<Utc>,
     lease: Duration,
@@ -168,12 +169,7 @@ enum Taken {
 
 /// Leases one job to the caller, counting an attempt, or marks it dead when it had used
 /// every attempt already.
-fn take(
-    tx: &Transaction<'_>,
-    id: JobId,
-    now: DateTime<Utc>,
-    lease: Duration,
-) -> Result<Taken, AppError> {
+fn take(tx: &Tx<'_>, id: JobId, now: DateTime<Utc>, lease: Duration) -> Result<Taken, AppError> {
     let now_s = time::format(now);
     let lease_until = time::format(now + chrono::Duration::from_std(lease).unwrap_or_default());
     let claimed = tx.query_row(
@@ -223,7 +219,7 @@ fn default_due(c: &rusqlite::Connection, now: DateTime<Utc>) -> Result<bool, App
 // each claim), so a worker whose lease was taken over can no longer touch the job.
 
 /// Marks a claimed job done; false when the claim was lost.
-pub fn complete(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
+pub fn complete(tx: &Tx<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "UPDATE jobs SET state = 'done', lease_until = NULL, last_error = NULL, updated_at = ?3
@@ -235,7 +231,7 @@ pub fn complete(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result
 
 /// Extends the lease of a job that is still running; false when the claim was lost.
 pub fn renew(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     (id, attempts): (JobId, u32),
     now: DateTime<Utc>,
     lease: Duration,
@@ -249,12 +245,7 @@ pub fn renew(
     Ok(n == 1)
 }
 
-fn fail(
-    tx: &Transaction<'_>,
-    c: &Claimed,
-    error: &str,
-    now: DateTime<Utc>,
-) -> Result<bool, AppError> {
+fn fail(tx: &Tx<'_>, c: &Claimed, error: &str, now: DateTime<Utc>) -> Result<bool, AppError> {
     let retry_at = match &c.job {
         Ok(_) if c.attempts < c.max_attempts => {
             Some(now + chrono::Duration::from_std(super::backoff(c.attempts)).unwrap_or_default())
@@ -267,7 +258,7 @@ fn fail(
 /// Records a failed attempt: queued again at `retry_at`, or dead when None. False when the
 /// claim was lost.
 pub fn fail_at(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     c: &Claimed,
     error: &str,
     now: DateTime<Utc>,
@@ -292,7 +283,7 @@ pub fn fail_at(
 }
 
 /// Puts a job back without counting the attempt (shutdown came before it finished).
-pub fn release(tx: &Transaction<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
+pub fn release(tx: &Tx<'_>, c: &Claimed, now: DateTime<Utc>) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "UPDATE jobs SET state = 'queued', lease_until = NULL, attempts = attempts - 1,

@@ -1,9 +1,9 @@
 //! Sending a campaign: freezing its recipients, the batch jobs that mail them over SMTP,
 //! and the job that starts a scheduled campaign at its time.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
 use lettre::message::Mailbox;
-use rusqlite::Transaction;
 use serde::{Deserialize, Serialize};
 
 use super::model::{CampaignOut, CampaignStatus};
@@ -80,7 +80,7 @@ pub fn no_channel() -> AppError {
 /// enqueues one batch job per [`BATCH`] of them, in the caller's transaction, so the
 /// recipients and their jobs commit together. No recipient: the campaign is `sent` at once.
 pub fn start(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     campaign: &CampaignOut,
     now: DateTime<Utc>,

@@ -1,7 +1,8 @@
 //! SQL of segments, campaigns and recipients; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{
     CampaignOut, CampaignStats, CampaignStatus, RecipientOut, RecipientStatus, SegmentFilter,
@@ -33,7 +34,7 @@ fn filter_json(f: &SegmentFilter) -> Result<String, AppError> {
 }
 
 pub fn insert_segment(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: SegmentId,
     name: &str,
@@ -51,7 +52,7 @@ pub fn insert_segment(
 
 /// Applies the given fields; false when the store has no such segment.
 pub fn update_segment(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: SegmentId,
     name: Option<&str>,
@@ -88,11 +89,7 @@ pub fn segment_campaigns(c: &Connection, store: StoreId, id: SegmentId) -> Resul
     )
 }
 
-pub fn delete_segment(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    id: SegmentId,
-) -> Result<bool, AppError> {
+pub fn delete_segment(tx: &Tx<'_>, store: StoreId, id: SegmentId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "segments", store, &id)
 }
 
@@ -252,7 +249,7 @@ pub struct CampaignFields {
 }
 
 pub fn insert_campaign(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     f: &CampaignFields,
@@ -277,7 +274,7 @@ pub fn insert_campaign(
 }
 
 pub fn update_campaign(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     f: &CampaignFields,
@@ -305,7 +302,7 @@ pub fn update_campaign(
 /// Moves the campaign from `from` to `to` (with its schedule); false when it was not in
 /// `from` (a concurrent change), so callers check and move in one statement.
 pub fn set_status(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     from: CampaignStatus,
@@ -341,11 +338,7 @@ pub fn get_campaign(
         .optional()?)
 }
 
-pub fn delete_campaign(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    id: CampaignId,
-) -> Result<bool, AppError> {
+pub fn delete_campaign(tx: &Tx<'_>, store: StoreId, id: CampaignId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "campaigns", store, &id)
 }
 
@@ -395,7 +388,7 @@ pub fn count_campaigns(
 /// `accepts_marketing = true` and an e-mail required whatever the filter says, and sets the
 /// campaign's `recipients`; how many.
 pub fn freeze_recipients(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     f: &SegmentFilter,
@@ -540,7 +533,7 @@ pub fn pending_in(
 /// Marks a pending recipient sent and counts it; false (nothing changed) when it was not
 /// pending.
 pub fn mark_sent(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     position: i64,
@@ -567,7 +560,7 @@ pub fn mark_sent(
 /// Records a failed attempt on a pending recipient: `error_code` and `error`, and with
 /// `last` it becomes failed and is counted. False when it was not pending.
 pub fn mark_attempt_failed(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     position: i64,
@@ -597,7 +590,7 @@ pub fn mark_attempt_failed(
 /// A sending campaign whose every recipient is sent or failed becomes `sent`; true when
 /// this call made it so.
 pub fn finish_if_done(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     now: DateTime<Utc>,

@@ -1,8 +1,8 @@
 //! Marketing's checks and writes as functions over the caller's transaction, shared by the
 //! handlers (which add the permission check and the audit entry) and `setup --demo`.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::{CampaignOut, CampaignStatus, SegmentFilter, SegmentOut};
 use super::store::{self, CampaignFields};
@@ -90,7 +90,7 @@ pub fn check_filter(f: SegmentFilter, prefix: &str) -> Result<SegmentFilter, App
 
 /// Creates a segment from a checked name and filter.
 pub fn create_segment(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     name: &str,
     filter: &SegmentFilter,
@@ -101,7 +101,7 @@ pub fn create_segment(
     store::get_segment(tx, store, id)?.ok_or_else(segment_not_found)
 }
 
-fn check_segment(tx: &Transaction<'_>, store: StoreId, id: SegmentId) -> Result<(), AppError> {
+fn check_segment(tx: &Tx<'_>, store: StoreId, id: SegmentId) -> Result<(), AppError> {
     if store::get_segment(tx, store, id)?.is_some() {
         Ok(())
     } else {
@@ -114,7 +114,7 @@ fn check_segment(tx: &Transaction<'_>, store: StoreId, id: SegmentId) -> Result<
 
 /// Creates a draft campaign from checked fields (all set).
 pub fn create_campaign(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     f: &CampaignFields,
     now: DateTime<Utc>,
@@ -129,7 +129,7 @@ pub fn create_campaign(
 
 /// Changes a draft (409 `invalid_status_transition` once it is not one).
 pub fn update_campaign(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     f: &CampaignFields,
@@ -150,7 +150,7 @@ pub fn update_campaign(
 /// time; otherwise it starts sending now (recipients frozen, batch jobs enqueued). The
 /// caller checked that e-mail can be sent at all.
 pub fn schedule(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     at: Option<DateTime<Utc>>,
@@ -187,7 +187,7 @@ pub fn schedule(
 /// Cancels a draft, scheduled or sending campaign; batches not yet sent stop (their
 /// recipients stay pending). A sent or cancelled one is 409.
 pub fn cancel(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: CampaignId,
     now: DateTime<Utc>,
@@ -212,7 +212,7 @@ pub fn cancel(
 /// fire job enqueued as scheduling does) and one sent 10 days ago, whose recipients and
 /// stats are written through the same store functions the batch jobs use, without
 /// mailing anyone.
-pub fn seed_demo(tx: &Transaction<'_>, store: StoreId, now: DateTime<Utc>) -> Result<(), AppError> {
+pub fn seed_demo(tx: &Tx<'_>, store: StoreId, now: DateTime<Utc>) -> Result<(), AppError> {
     let vips = SegmentFilter {
         tags_any: Some(vec!["vip".to_owned()]),
         ..SegmentFilter::default()

@@ -60,7 +60,7 @@ pub fn keeps_secrets(cfg: &MsgappConfig) -> bool {
 
 /// Blanks the bodies of rows that carry a secret (codes, invite links), for a start with a
 /// provider other than `log`. Idempotent.
-pub fn withhold_secret_bodies(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<usize> {
+pub fn withhold_secret_bodies(tx: &crate::db::Tx<'_>) -> rusqlite::Result<usize> {
     tx.execute(
         "UPDATE outbound_messages SET body = ?1
          WHERE template IN ('login_code', 'store_invite') AND body != ?1",

@@ -3,8 +3,8 @@
 //! and billing call where a conversation starts, a review waits and a subscription falls
 //! past due (none of these is an outbox event).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 use serde_json::Value;
 
 use super::model::Kind;
@@ -37,7 +37,7 @@ fn clip(s: &str, max: usize) -> String {
 /// send job per out-of-app channel, all in the caller's transaction. How many members it
 /// reached.
 pub fn notify(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     n: &Notice<'_>,
     now: DateTime<Utc>,
@@ -84,7 +84,7 @@ pub fn notify(
 
 /// [`notify`] in every store of an organization (a subscription belongs to it).
 pub fn notify_tenant(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: TenantId,
     n: &Notice<'_>,
     now: DateTime<Utc>,
@@ -105,7 +105,7 @@ fn money(cents: i64, currency: &str) -> String {
 }
 
 /// The events listener: a new order and a low stock level notify the store's members.
-pub fn on_event(tx: &Transaction<'_>, e: &Recorded<'_>) -> Result<(), AppError> {
+pub fn on_event(tx: &Tx<'_>, e: &Recorded<'_>) -> Result<(), AppError> {
     if !matches!(e.event, Event::OrdersCreated | Event::InventoryLowStock) {
         return Ok(());
     }
@@ -147,7 +147,7 @@ pub fn on_event(tx: &Transaction<'_>, e: &Recorded<'_>) -> Result<(), AppError> 
 /// orders, a low stock level and a waiting review, the older ones read, one copied by
 /// e-mail.
 pub fn seed_demo(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     owner: crate::ids::UserId,
     now: DateTime<Utc>,

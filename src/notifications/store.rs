@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{Channels, DeliveryOut, Kind, NotificationOut, Subject};
 use crate::db::rendered::Position;
@@ -50,7 +51,7 @@ pub fn preferences(c: &Connection, user: UserId) -> Result<BTreeMap<String, Chan
 }
 
 pub fn set_preference(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     kind: Kind,
     ch: Channels,
@@ -146,11 +147,7 @@ pub struct NewNotification<'a> {
     pub in_app: bool,
 }
 
-pub fn insert(
-    tx: &Transaction<'_>,
-    n: &NewNotification<'_>,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn insert(tx: &Tx<'_>, n: &NewNotification<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "INSERT INTO notifications (id, store_id, user_id, kind, title, body, subject_type,
@@ -173,7 +170,7 @@ pub fn insert(
 }
 
 pub fn insert_delivery(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: NotificationDeliveryId,
     notification: NotificationId,
     channel: &str,
@@ -277,7 +274,7 @@ pub fn count(c: &Connection, store: StoreId, user: UserId, unread: bool) -> Resu
 /// Marks the member's unread notifications in the store read: `ids` (others' and unknown
 /// ones match nothing), or all of them. How many it marked.
 pub fn mark_read(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     ids: Option<&[NotificationId]>,
@@ -305,7 +302,7 @@ pub fn mark_read(
 }
 
 /// Deletes notifications created before `before` (their deliveries go with them).
-pub fn purge_before(tx: &Transaction<'_>, before: DateTime<Utc>) -> Result<usize, AppError> {
+pub fn purge_before(tx: &Tx<'_>, before: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(crate::db::exec(
         tx,
         "DELETE FROM notifications WHERE created_at < ?1",
@@ -355,7 +352,7 @@ pub fn pending(c: &Connection, id: NotificationDeliveryId) -> Result<Option<Pend
 /// Records one attempt: sent, or its error (`failed` ends it; otherwise it stays pending
 /// for the queue's retry). Only a pending copy moves, so a job run twice counts once.
 pub fn record_attempt(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: NotificationDeliveryId,
     outcome: Result<(), (&str, bool)>,
     now: DateTime<Utc>,

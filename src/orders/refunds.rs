@@ -14,8 +14,8 @@
 //!   again with the same key, with the queue's backoff, until a definite answer. The same job
 //!   resumes a hold whose first ask never happened (the process stopped).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::{OrderStatus, RefundOut};
 use super::payments::{self, Answer};
@@ -53,7 +53,7 @@ impl JobKind for RefundCheck {
 /// When the background check first looks at a new refund: once the first ask's lease has
 /// run out, so it never races an ask that is still going.
 pub fn enqueue_check(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: RefundId,
     asking_until: DateTime<Utc>,
     now: DateTime<Utc>,
@@ -105,7 +105,7 @@ pub async fn ask(
 }
 
 /// The audit actor of a refund's settlement: whoever asked for it.
-fn actor_of(tx: &Transaction<'_>, held: &HeldRefund) -> Result<Actor, AppError> {
+fn actor_of(tx: &Tx<'_>, held: &HeldRefund) -> Result<Actor, AppError> {
     Ok(Actor {
         store_id: Some(held.store_id),
         tenant_id: store::tenant_of(tx, held.store_id)?,
@@ -126,7 +126,7 @@ fn actor_of(tx: &Transaction<'_>, held: &HeldRefund) -> Result<Actor, AppError> 
 /// Records a refund the provider confirmed, once: the payment's and order's refunded
 /// amounts, the order's status, the customer's spend, and the event (`orders.refunded` when
 /// it is full). False, writing nothing, when the refund was no longer pending.
-fn settle(tx: &Transaction<'_>, held: &HeldRefund, now: DateTime<Utc>) -> Result<bool, AppError> {
+fn settle(tx: &Tx<'_>, held: &HeldRefund, now: DateTime<Utc>) -> Result<bool, AppError> {
     let refund = &held.refund;
     if !store::confirm_refund(tx, refund)? {
         return Ok(false);

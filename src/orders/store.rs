@@ -1,7 +1,8 @@
 //! SQL of orders, payments and refunds; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{OrderItem, OrderOut, OrderStatus, PaymentOut, RefundOut};
 use crate::analytics::store as analytics;
@@ -19,7 +20,7 @@ pub fn currency(c: &Connection, store: StoreId) -> Result<String, AppError> {
 }
 
 /// The next order number of the store (the writer serializes callers).
-pub fn next_number(tx: &Transaction<'_>, store: StoreId) -> Result<i64, AppError> {
+pub fn next_number(tx: &Tx<'_>, store: StoreId) -> Result<i64, AppError> {
     Ok(tx
         .prepare_cached("SELECT COALESCE(MAX(number), 1000) + 1 FROM orders WHERE store_id = ?1")?
         .query_row([store], |r| r.get(0))?)
@@ -29,7 +30,7 @@ fn render(o: &OrderOut) -> Result<String, AppError> {
     serde_json::to_string(o).map_err(AppError::internal)
 }
 
-pub fn insert(tx: &Transaction<'_>, o: &OrderOut) -> Result<(), AppError> {
+pub fn insert(tx: &Tx<'_>, o: &OrderOut) -> Result<(), AppError> {
     let items = serde_json::to_string(&o.items).map_err(AppError::internal)?;
     tx.prepare_cached(
         "INSERT INTO orders (id, store_id, number, customer_id, source, items, subtotal_cents,
@@ -130,7 +131,7 @@ pub fn payments(c: &Connection, id: OrderId) -> Result<Vec<PaymentOut>, AppError
 }
 
 /// Writes the order's changed fields and its `rendered` JSON.
-pub fn save(tx: &Transaction<'_>, o: &OrderOut) -> Result<(), AppError> {
+pub fn save(tx: &Tx<'_>, o: &OrderOut) -> Result<(), AppError> {
     tx.prepare_cached(
         "UPDATE orders SET status = ?3, note = ?4, refunded_cents = ?5, updated_at = ?6, rendered = ?7
          WHERE store_id = ?1 AND id = ?2",
@@ -194,7 +195,7 @@ pub fn count(
 
 /// Keeps a customer's `orders_count` and `total_spent_cents`.
 pub fn bump_customer(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     customer: Option<CustomerId>,
     orders: i64,
@@ -245,7 +246,7 @@ pub fn sellable(
 // ---- payments and refunds
 
 pub fn insert_payment(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     order: OrderId,
     provider: &str,
@@ -265,7 +266,7 @@ pub fn insert_payment(
 
 /// Counts an order in the store's analytics as it gains its (one) payment, in this
 /// transaction: the one moment an order starts to count (analytics' invariant).
-fn count_paid(tx: &Transaction<'_>, store: StoreId, order: OrderId) -> Result<(), AppError> {
+fn count_paid(tx: &Tx<'_>, store: StoreId, order: OrderId) -> Result<(), AppError> {
     let (created_at, total, items): (String, i64, String) = tx
         .prepare_cached(
             "SELECT created_at, total_cents, items FROM orders WHERE id = ?1 AND store_id = ?2",
@@ -346,7 +347,7 @@ pub struct Requester<'a> {
 /// the ask the caller is about to make, so no other one starts before it ends.
 #[allow(clippy::too_many_arguments)]
 pub fn insert_refund(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     r: &RefundOut,
     client_key: &str,
@@ -436,7 +437,7 @@ pub fn refund_by_id_unscoped(c: &Connection, id: RefundId) -> Result<Option<Held
 /// Takes the right to ask the provider about a pending refund until `until`; false when the
 /// refund is no longer pending or another ask holds it.
 pub fn start_asking(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: RefundId,
     now: DateTime<Utc>,
     until: DateTime<Utc>,
@@ -453,11 +454,7 @@ pub fn start_asking(
 /// Gives up the right to ask (the answer was uncertain): the background check asks next.
 /// Only the lease this ask holds (`until`) is given up: one that ran out may meanwhile have
 /// been taken by a newer ask, which keeps it.
-pub fn stop_asking(
-    tx: &Transaction<'_>,
-    id: RefundId,
-    until: DateTime<Utc>,
-) -> Result<(), AppError> {
+pub fn stop_asking(tx: &Tx<'_>, id: RefundId, until: DateTime<Utc>) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE refunds SET asking_until = NULL
@@ -469,7 +466,7 @@ pub fn stop_asking(
 
 /// Marks a pending refund succeeded and counts it against its payment. False (and nothing
 /// written) when it was not pending: another request or the check settled it first.
-pub fn confirm_refund(tx: &Transaction<'_>, r: &RefundOut) -> Result<bool, AppError> {
+pub fn confirm_refund(tx: &Tx<'_>, r: &RefundOut) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "UPDATE refunds SET status = 'succeeded', asking_until = NULL
@@ -493,7 +490,7 @@ pub fn confirm_refund(tx: &Transaction<'_>, r: &RefundOut) -> Result<bool, AppEr
 
 /// Marks a pending refund failed, which releases the amount it held. False when it was not
 /// pending.
-pub fn fail_refund(tx: &Transaction<'_>, id: RefundId) -> Result<bool, AppError> {
+pub fn fail_refund(tx: &Tx<'_>, id: RefundId) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "UPDATE refunds SET status = 'failed', asking_until = NULL
@@ -515,7 +512,7 @@ pub fn tenant_of(c: &Connection, store: StoreId) -> Result<TenantId, AppError> {
 /// The stock side of a status move: fulfilment takes the reserved units off hand,
 /// cancelling releases them.
 pub fn move_stock(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     o: &OrderOut,
     to: OrderStatus,
     now: DateTime<Utc>,

@@ -3,8 +3,8 @@
 //! Permission checks stay with the callers (the handler's `scope.require`, the assistant's
 //! at approval time).
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::{OrderIn, OrderItem, OrderOut, OrderPatch, OrderStatus, RefundIn, RefundOut};
 use super::payments;
@@ -48,7 +48,7 @@ pub async fn update_order(
 /// [`update_order`] in the caller's transaction, the note already checked: the one way an
 /// order's status moves (the route, and the storefront's expiry of unpaid orders).
 pub fn update_in(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     payments_cfg: &payments::PaymentsConfig,
     (store, id): (StoreId, OrderId),
@@ -124,7 +124,7 @@ impl Origin {
 /// `subscription_inactive`); a storefront order is never refused, only counted (the owners
 /// are told once a month, `billing.limit_exceeded`).
 pub fn admit(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     plans: &Catalog,
     actor: &Actor,
     origin: Origin,
@@ -163,7 +163,7 @@ pub async fn create_order(
 /// order and closes its cart in one. The same checks, limit, stock reservation, event and
 /// audit entry; an error leaves the caller to roll everything back.
 pub fn create_in(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     plans: &Catalog,
     actor: &Actor,
     input: &OrderIn,
@@ -181,7 +181,7 @@ pub fn create_in(
 
 /// The new order's rows, in the caller's transaction.
 fn insert_order(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     store: StoreId,
     input: &OrderIn,
@@ -626,7 +626,7 @@ mod tests {
             params![store, tenant, at],
         )
         .unwrap();
-        let tx = c.transaction().unwrap();
+        let tx = c.savepoint().unwrap();
         crate::billing::subscriptions::start_trial(&tx, tenant, Some("tiny"), now).unwrap();
         tx.commit().unwrap();
         let actor = Actor {
@@ -639,7 +639,7 @@ mod tests {
             on_record: OnRecord::default(),
         };
         let admit_at = |c: &mut Connection, origin, when| {
-            let tx = c.transaction().unwrap();
+            let tx = c.savepoint().unwrap();
             let r = admit(&tx, &plans, &actor, origin, when);
             tx.commit().unwrap();
             r

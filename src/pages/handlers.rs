@@ -22,7 +22,7 @@ type ErrorBody = crate::error::ErrorBody;
 
 /// Publishes the page's event with its audit entry, in the write's transaction.
 fn publish(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     actor: &Actor,
     event: Event,
     action: &str,

@@ -1,7 +1,8 @@
 //! SQL of storefront pages and their versions; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{PageOut, PageStatus, PageVersionOut, Seo};
 use crate::db::rendered::Position;
@@ -58,7 +59,7 @@ pub struct PageRow {
 /// Inserts a page; 409 `slug_taken` when the store has the slug (the unique index decides,
 /// so two concurrent creates cannot both take it).
 pub fn insert(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: PageId,
     p: &PageRow,
@@ -90,7 +91,7 @@ pub fn insert(
 
 /// Replaces the page's state; false when the store has no such page.
 pub fn update(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: PageId,
     p: &PageRow,
@@ -142,7 +143,7 @@ pub fn get_published(
         .optional()?)
 }
 
-pub fn delete(tx: &Transaction<'_>, store: StoreId, id: PageId) -> Result<bool, AppError> {
+pub fn delete(tx: &Tx<'_>, store: StoreId, id: PageId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "pages", store, &id)
 }
 
@@ -183,7 +184,7 @@ pub fn count(c: &Connection, store: StoreId, status: Option<PageStatus>) -> Resu
 
 /// Keeps `page` (its content before a save) as version `page.version`, then prunes the
 /// page's versions to the last [`KEEP_VERSIONS`], in the caller's transaction.
-pub fn keep_version(tx: &Transaction<'_>, page: &PageOut) -> Result<(), AppError> {
+pub fn keep_version(tx: &Tx<'_>, page: &PageOut) -> Result<(), AppError> {
     tx.prepare_cached(
         "INSERT OR REPLACE INTO page_versions (page_id, version, slug, title, body_markdown,
                                                seo_title, seo_description, saved_at)

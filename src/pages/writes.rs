@@ -2,8 +2,8 @@
 //! handlers (which add the permission check, the event and the audit entry) and
 //! `setup --demo`; and the checks and rendering every save goes through.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::{PageOut, PageStatus, Seo};
 use super::store::{self, PageRow};
@@ -127,7 +127,7 @@ pub struct NewPage {
 
 /// Creates a page at version 1.
 pub fn create(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     p: NewPage,
     now: DateTime<Utc>,
@@ -166,7 +166,7 @@ pub struct PageChange {
 /// content it replaces as a version and bumps `version`; a status-only change does not.
 /// Publishing sets `published_at` the first time; a draft again keeps it but is hidden.
 pub fn update(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: PageId,
     change: PageChange,
@@ -213,7 +213,7 @@ pub fn update(
 /// `body` is the version's markdown rendered beforehand, off the writer (see
 /// [`Body::new`]); a version's content never changes, so it is still that version's.
 pub fn restore(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: PageId,
     version: i32,

@@ -1,7 +1,8 @@
 //! SQL of suppliers and purchase orders; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{PurchaseOrderItem, PurchaseOrderOut, PurchaseOrderStatus, SupplierOut};
 use crate::db::rendered::Position;
@@ -40,7 +41,7 @@ pub struct SupplierFields {
 }
 
 pub fn insert_supplier(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: SupplierId,
     f: &SupplierFields,
@@ -67,7 +68,7 @@ pub fn insert_supplier(
 
 /// Applies `f`; false when the store has no such supplier.
 pub fn update_supplier(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: SupplierId,
     f: &SupplierFields,
@@ -128,11 +129,7 @@ pub fn supplier_orders(c: &Connection, store: StoreId, id: SupplierId) -> Result
     .query_row(params![store, id], |r| r.get(0))?)
 }
 
-pub fn delete_supplier(
-    tx: &Transaction<'_>,
-    store: StoreId,
-    id: SupplierId,
-) -> Result<bool, AppError> {
+pub fn delete_supplier(tx: &Tx<'_>, store: StoreId, id: SupplierId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "suppliers", store, &id)
 }
 
@@ -167,7 +164,7 @@ pub fn count_suppliers(c: &Connection, store: StoreId) -> Result<i64, AppError> 
 // ---- purchase orders ----
 
 /// The next purchase-order number of the store (the writer serializes callers).
-pub fn next_number(tx: &Transaction<'_>, store: StoreId) -> Result<i64, AppError> {
+pub fn next_number(tx: &Tx<'_>, store: StoreId) -> Result<i64, AppError> {
     Ok(tx
         .prepare_cached(
             "SELECT COALESCE(MAX(number), 1000) + 1 FROM purchase_orders WHERE store_id = ?1",
@@ -187,7 +184,7 @@ pub struct NewPurchaseOrder {
 
 /// Inserts the order with the store's next number; returns that number.
 pub fn insert_order(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     po: &NewPurchaseOrder,
     now: DateTime<Utc>,
@@ -214,7 +211,7 @@ pub fn insert_order(
 
 /// Replaces the order's lines (none received yet: only drafts change lines).
 pub fn set_items(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: PurchaseOrderId,
     items: &[(VariantId, i64, i64)],
 ) -> Result<(), AppError> {
@@ -245,7 +242,7 @@ pub struct OrderChange {
 
 /// Applies `f` and stamps `updated_at`; false when the store has no such order.
 pub fn update_order(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: PurchaseOrderId,
     f: &OrderChange,
@@ -276,7 +273,7 @@ pub fn update_order(
 /// Adds `quantity` to a line's received units; false when the line would pass its ordered
 /// quantity (or the order has no such line), leaving it unchanged.
 pub fn add_received(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: PurchaseOrderId,
     variant: VariantId,
     quantity: i64,

@@ -3,8 +3,8 @@
 
 use std::collections::HashSet;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::{PurchaseOrderItemIn, PurchaseOrderOut, PurchaseOrderStatus, ReceiveItemIn};
 use super::store::{self, NewPurchaseOrder, OrderChange};
@@ -33,7 +33,7 @@ fn invalid_transition(from: PurchaseOrderStatus, to: &str) -> AppError {
 /// The lines as stored, after checking each against the store: 1 to [`MAX_ITEMS`], each
 /// variant once and the store's, quantity 1 to 1,000,000, cost 0 to 100,000,000 cents.
 pub fn check_items(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     items: &[PurchaseOrderItemIn],
 ) -> Result<Vec<(VariantId, i64, i64)>, AppError> {
@@ -72,7 +72,7 @@ pub fn check_items(
     Ok(out)
 }
 
-fn check_supplier(tx: &Transaction<'_>, store: StoreId, id: SupplierId) -> Result<(), AppError> {
+fn check_supplier(tx: &Tx<'_>, store: StoreId, id: SupplierId) -> Result<(), AppError> {
     if store::supplier_exists(tx, store, id)? {
         Ok(())
     } else {
@@ -85,7 +85,7 @@ fn check_supplier(tx: &Transaction<'_>, store: StoreId, id: SupplierId) -> Resul
 
 /// Creates a draft purchase order from checked input (see [`check_items`]).
 pub fn create(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     supplier: SupplierId,
     items: &[PurchaseOrderItemIn],
@@ -109,7 +109,7 @@ pub fn create(
 
 /// Changes a draft (409 `invalid_status_transition` once it is not one).
 pub fn update(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: PurchaseOrderId,
     change: &OrderChange,
@@ -133,7 +133,7 @@ pub fn update(
 
 /// Moves the order to `to` when its status is one of `from`, else 409.
 pub fn transition(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: PurchaseOrderId,
     from: &[PurchaseOrderStatus],
@@ -159,7 +159,7 @@ pub fn transition(
 /// is 409; a variant not on the order, or more than is left to receive, is 422. Any error
 /// leaves the caller's transaction to roll back, so nothing is half received.
 pub fn receive(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: PurchaseOrderId,
     items: &[ReceiveItemIn],

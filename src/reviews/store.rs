@@ -1,13 +1,14 @@
 //! SQL of reviews; every query is scoped by store.
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use crate::db::Tx;
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::{ReviewOut, ReviewStatus};
 use crate::db::rendered::{Position, RenderedJson, RenderedRows, RenderedTable};
 use crate::error::AppError;
 use crate::ids::{CustomerId, OrderId, ProductId, ReviewId, StoreId};
 
-pub fn insert(tx: &Transaction<'_>, r: &ReviewOut) -> Result<(), AppError> {
+pub fn insert(tx: &Tx<'_>, r: &ReviewOut) -> Result<(), AppError> {
     tx.prepare_cached(
         "INSERT INTO reviews (id, store_id, product_id, customer_id, order_id, author_name,
                               author_email, title, body, rating, status, is_verified_purchase,
@@ -77,7 +78,7 @@ pub fn get(c: &Connection, store: StoreId, id: ReviewId) -> Result<Option<Review
 /// A move into or out of `approved` changes the product's rating (a trigger), so the
 /// product's storefront row is rewritten with it.
 pub fn set_status(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: ReviewId,
     status: ReviewStatus,
@@ -101,7 +102,7 @@ pub fn set_status(
 /// Sets the review's reply (None removes it), stamping `replied_at`; false when the store has
 /// no such review or its reply is already that.
 pub fn set_reply(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: ReviewId,
     reply: Option<&str>,

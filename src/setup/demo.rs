@@ -18,10 +18,10 @@
 //! leaving the settings (payments, freight, custom domain) and saving a brand system for the
 //! developer to try.
 
+use crate::db::Tx;
 use chrono::{DateTime, Duration, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rusqlite::Transaction;
 
 use super::SetupOutput;
 use crate::auth::model::Locale;
@@ -82,7 +82,7 @@ struct Offer {
 }
 
 pub fn seed(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     now: DateTime<Utc>,
     out: SetupOutput,
     password_hash: &str,
@@ -121,7 +121,7 @@ pub fn seed(
 /// Adds `orders` orders and `reviews` reviews to a store that has products and customers,
 /// `spacing` apart and ending at `now` (the benchmarks' 100,000-row stores).
 pub fn bulk(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     orders: i64,
     reviews: i64,
@@ -152,7 +152,7 @@ pub fn bulk(
 }
 
 fn seed_catalog(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     rng: &mut StdRng,
     store: StoreId,
     at: DateTime<Utc>,
@@ -217,7 +217,7 @@ fn seed_catalog(
 }
 
 fn seed_customers(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     rng: &mut StdRng,
     store: StoreId,
     at: DateTime<Utc>,
@@ -268,7 +268,7 @@ fn pick_status(roll: u32) -> OrderStatus {
 /// customer) of every paid line, for reviews.
 #[allow(clippy::too_many_arguments)]
 fn seed_orders(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     rng: &mut StdRng,
     store: StoreId,
     offers: &[Offer],
@@ -392,7 +392,7 @@ fn seed_orders(
 
 #[allow(clippy::too_many_arguments)]
 fn seed_reviews(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     rng: &mut StdRng,
     store: StoreId,
     offers: &[Offer],
@@ -480,7 +480,7 @@ const PIXEL_PNG: [u8; 67] = [
 /// The three channels and 40 conversations spread over the last two weeks: each status,
 /// priority and channel, some assigned to the owner, some with notes, labels and files.
 fn seed_inbox(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     rng: &mut StdRng,
     out: SetupOutput,
     now: DateTime<Utc>,
@@ -666,7 +666,7 @@ fn seed_inbox(
 /// Two assistant conversations of the owner: one whose price change was approved and
 /// applied (an undoable action), one with a stock adjustment awaiting a decision.
 fn seed_assistant(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     out: SetupOutput,
     offers: &[Offer],
     now: DateTime<Utc>,
@@ -829,11 +829,7 @@ fn seed_assistant(
 
 /// Two workflows, each published twice (a first version, then an edit), through the
 /// workflows area's own checks and publish.
-fn seed_workflows(
-    tx: &Transaction<'_>,
-    out: SetupOutput,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
+fn seed_workflows(tx: &Tx<'_>, out: SetupOutput, now: DateTime<Utc>) -> Result<(), AppError> {
     use crate::ids::WorkflowId;
     use crate::workflows::model::Graph;
     use crate::workflows::store::{self as workflows, Draft, NewWorkflow};
@@ -925,7 +921,7 @@ fn seed_workflows(
 /// 3 suppliers and purchase orders in every status, through purchasing's writes (receipts
 /// add stock through the inventory's one change, as the API's do).
 fn seed_purchasing(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     offers: &[Offer],
     now: DateTime<Utc>,
@@ -1010,7 +1006,7 @@ fn seed_purchasing(
 
 /// 5 storefront pages, 3 published, through the pages area's writes (rendered and
 /// sanitised as the API's are); the policy page has a few versions.
-fn seed_pages(tx: &Transaction<'_>, store: StoreId, now: DateTime<Utc>) -> Result<(), AppError> {
+fn seed_pages(tx: &Tx<'_>, store: StoreId, now: DateTime<Utc>) -> Result<(), AppError> {
     use crate::pages::model::{PageStatus, Seo};
     use crate::pages::writes::{self, Body, NewPage, PageChange};
 

@@ -4,8 +4,8 @@
 
 pub mod demo;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 use serde::Serialize;
 
 use crate::auth::model::Locale;
@@ -118,7 +118,7 @@ pub fn run(
 /// The first user, as owner of a new organization and of its first store.
 #[tracing::instrument(skip_all)]
 fn create_owner(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     now: DateTime<Utc>,
     input: &SetupInput,
     password_hash: &str,

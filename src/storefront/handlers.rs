@@ -195,7 +195,7 @@ async fn change_cart<T: Send + 'static>(
     key: String,
     id: CartId,
     headers: &HeaderMap,
-    change: impl FnOnce(&rusqlite::Transaction<'_>, StoreId) -> Result<T, AppError> + Send + 'static,
+    change: impl FnOnce(&crate::db::Tx<'_>, StoreId) -> Result<T, AppError> + Send + 'static,
 ) -> Result<T, AppError> {
     let (origin, token) = (origin(headers), cart_token(headers));
     let hub = st.hub.clone();

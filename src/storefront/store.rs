@@ -9,7 +9,8 @@
 //! refunds that cancel), and review writes that move a product's rating. Seeders rebuild a
 //! whole store ([`refresh_store`]).
 
-use rusqlite::{Connection, Row, Transaction, params};
+use crate::db::Tx;
+use rusqlite::{Connection, Row, params};
 
 use super::model::{StorefrontProduct, StorefrontReview};
 use crate::catalog::model::ProductStatus;
@@ -63,7 +64,7 @@ pub fn render(p: &StorefrontProduct) -> Result<String, AppError> {
 /// Rewrites the product's storefront row from the catalog (removes it when the product is
 /// not on sale or is gone). Call it in the transaction of any write that changes what a
 /// shopper sees of the product.
-pub fn refresh(tx: &Transaction<'_>, store: StoreId, id: ProductId) -> Result<(), AppError> {
+pub fn refresh(tx: &Tx<'_>, store: StoreId, id: ProductId) -> Result<(), AppError> {
     let Some(p) = build(tx, store, id)? else {
         crate::db::exec(
             tx,
@@ -91,7 +92,7 @@ pub fn refresh(tx: &Transaction<'_>, store: StoreId, id: ProductId) -> Result<()
 }
 
 /// Rewrites every product's row in the store (the seeders', after writing many at once).
-pub fn refresh_store(tx: &Transaction<'_>, store: StoreId) -> Result<(), AppError> {
+pub fn refresh_store(tx: &Tx<'_>, store: StoreId) -> Result<(), AppError> {
     let ids: Vec<ProductId> = tx
         .prepare_cached("SELECT id FROM products WHERE store_id = ?1")?
         .query_map([store], |r| r.get(0))?
@@ -105,7 +106,7 @@ pub fn refresh_store(tx: &Transaction<'_>, store: StoreId) -> Result<(), AppErro
 /// Renders the products queued in `storefront_pending` (V29 queues every active product of
 /// a database it upgrades) and empties the queue; how many were queued. Run when the
 /// database opens, before serving.
-pub fn render_pending(tx: &Transaction<'_>) -> Result<usize, AppError> {
+pub fn render_pending(tx: &Tx<'_>) -> Result<usize, AppError> {
     let queued: Vec<(ProductId, Option<StoreId>)> = tx
         .prepare(
             "SELECT q.product_id, p.store_id FROM storefront_pending q

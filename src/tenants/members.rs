@@ -89,7 +89,7 @@ fn organization_owner() -> AppError {
 /// Whether the caller may give `user` the role `to` (None: remove them): not an owner of the
 /// organization, a member the caller may touch, and never the store's last owner leaving.
 fn may_change(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     scope: &StoreScope,
     user: UserId,
     to: Option<Role>,
@@ -108,11 +108,7 @@ fn may_change(
 }
 
 /// A member's role in the store; 404 when they are not a member.
-fn member_role(
-    tx: &rusqlite::Transaction<'_>,
-    store_id: StoreId,
-    user: UserId,
-) -> Result<Role, AppError> {
+fn member_role(tx: &crate::db::Tx<'_>, store_id: StoreId, user: UserId) -> Result<Role, AppError> {
     let role =
         store::member_role(tx, store_id, user)?.ok_or_else(|| AppError::not_found("member"))?;
     Role::parse(&role)

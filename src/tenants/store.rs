@@ -1,8 +1,9 @@
 //! SQL of organizations and stores. Every store query is scoped by the caller: a row the
 //! caller cannot see is never returned.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{PaymentMethod, ShippingZone, StoreOut, TenantOut};
 use crate::auth::model::Locale;
@@ -35,7 +36,7 @@ fn tenant_row(r: &Row<'_>) -> rusqlite::Result<TenantOut> {
 
 /// Creates an organization with `owner` as its owner.
 pub fn create_tenant(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     owner: UserId,
     name: &str,
     locale: Locale,
@@ -148,7 +149,7 @@ pub fn list_tenants(
 }
 
 pub fn update_tenant(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: TenantId,
     name: Option<&str>,
     timezone: Option<&str>,
@@ -183,7 +184,7 @@ fn store_row(r: &Row<'_>) -> rusqlite::Result<StoreOut> {
 
 /// Creates a store in an organization, with `creator` as its owner.
 pub fn create_store(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     tenant: TenantId,
     creator: UserId,
     name: &str,
@@ -260,7 +261,7 @@ impl StoreChange {
 /// kept while it stays set and cleared with it (the onboarding checklist's `done_at`). A
 /// domain another store has is 409 `conflict`.
 pub fn update_store(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: StoreId,
     change: &StoreChange,
     now: DateTime<Utc>,
@@ -334,7 +335,7 @@ pub fn count_tenants(c: &Connection, user: UserId) -> Result<i64, AppError> {
 
 /// Makes `user_id` a member of the store with `role` (`now` already formatted).
 pub fn add_store_member(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store_id: StoreId,
     user_id: UserId,
     role: &str,
@@ -411,7 +412,7 @@ pub fn count_owners(c: &Connection, store: StoreId) -> Result<i64, AppError> {
 }
 
 pub fn set_member_role(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     user: UserId,
     role: &str,
@@ -424,7 +425,7 @@ pub fn set_member_role(
     Ok(())
 }
 
-pub fn remove_member(tx: &Transaction<'_>, store: StoreId, user: UserId) -> Result<(), AppError> {
+pub fn remove_member(tx: &Tx<'_>, store: StoreId, user: UserId) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "DELETE FROM store_members WHERE store_id = ?1 AND user_id = ?2",

@@ -2,8 +2,8 @@
 //! the webhooks that receive it, in the caller's transaction, so the change, the event and
 //! its deliveries commit together or not at all.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 use serde::Serialize;
 
 use super::{WebhookDelivery, store};
@@ -17,7 +17,7 @@ use crate::jobs;
 /// of the store subscribed to it, or, for a platform event (`store_id` None, such as
 /// `user.created`), one for the operator's platform webhook.
 pub fn publish(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store_id: Option<StoreId>,
     event: Event,
     data: &impl Serialize,
@@ -54,7 +54,7 @@ pub struct Change<'a, T: Serialize> {
 /// transaction. Domain writes end with this, so neither is forgotten. It lives here, not in
 /// `audit`, because webhook management writes audit entries too: audit stays below webhooks.
 pub fn publish_change<T: Serialize>(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     c: &Change<'_, T>,
     now: DateTime<Utc>,

@@ -2,8 +2,9 @@
 //! queue and the outbox. Every query a route makes is scoped by store (attempts through their
 //! webhook); the dispatcher's go by id, since a job, not a caller, names the webhook.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{AttemptOut, Outcome, SubscriptionOut};
 use crate::db::rendered::Position;
@@ -53,7 +54,7 @@ fn with_events(c: &Connection, mut w: WebhookRow) -> Result<WebhookRow, AppError
 
 #[allow(clippy::too_many_arguments)]
 pub fn insert(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: WebhookId,
     store: StoreId,
     url: &str,
@@ -139,7 +140,7 @@ pub struct WebhookPatch {
 /// Applies `patch` (an empty one: only `updated_at`); false when the store has no such
 /// webhook.
 pub fn update(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: WebhookId,
     patch: &WebhookPatch,
@@ -161,13 +162,13 @@ pub fn update(
     )? == 1)
 }
 
-pub fn delete(tx: &Transaction<'_>, store: StoreId, id: WebhookId) -> Result<bool, AppError> {
+pub fn delete(tx: &Tx<'_>, store: StoreId, id: WebhookId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "webhooks", store, &id)
 }
 
 /// Adds subscriptions (already subscribed ones are kept as they are).
 pub fn subscribe(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: WebhookId,
     events: &[String],
@@ -186,7 +187,7 @@ pub fn subscribe(
 
 /// Removes one subscription; false when the webhook was not subscribed to it.
 pub fn unsubscribe(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: WebhookId,
     event: &str,
@@ -319,7 +320,7 @@ pub enum ResendRefused {
 /// Queues one more attempt of the delivery the attempt `attempt_id` belongs to, if that
 /// delivery has failed and nothing of it is queued.
 pub fn resend(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: WebhookId,
     attempt_id: crate::ids::AttemptId,
     now: DateTime<Utc>,
@@ -354,7 +355,7 @@ pub const RECOVER_BATCH: usize = 10_000;
 /// Queues one more attempt of every delivery to the webhook whose newest attempt failed at
 /// or after `since` (at most [`RECOVER_BATCH`]); returns how many.
 pub fn recover(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: WebhookId,
     since: DateTime<Utc>,
     now: DateTime<Utc>,
@@ -382,7 +383,7 @@ pub fn recover(
 }
 
 fn enqueue_manual(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: WebhookId,
     event: EventId,
     now: DateTime<Utc>,
@@ -397,7 +398,7 @@ fn enqueue_manual(
 
 /// Enqueues one delivery of a just-recorded store event per active webhook subscribed to it.
 pub fn fan_out(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     event_id: EventId,
     event: Event,
@@ -424,7 +425,7 @@ pub fn fan_out(
 /// Every lane of the delivery queue with queued jobs and its earliest `run_at`: a loose
 /// index scan over `jobs_queued (queue, lane, run_at)`, one seek per lane however long the
 /// backlog is.
-pub fn queued_lanes(tx: &Transaction<'_>) -> Result<Vec<(String, DateTime<Utc>)>, AppError> {
+pub fn queued_lanes(tx: &Tx<'_>) -> Result<Vec<(String, DateTime<Utc>)>, AppError> {
     let rows: Vec<(String, String)> = tx
         .prepare_cached(
             "WITH RECURSIVE lanes(lane) AS (
@@ -501,7 +502,7 @@ pub fn destination(c: &Connection, id: WebhookId) -> Result<Option<Destination>,
 /// Writes one attempt row, numbered after the delivery's earlier ones. The webhook may have
 /// been deleted while the request was out: then nothing is kept.
 pub fn record_attempt(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     webhook_id: Option<WebhookId>,
     event_id: EventId,
     status: &str,
@@ -535,7 +536,7 @@ pub fn record_attempt(
 }
 
 /// Delivery history and the events behind it are kept 30 days (recover reaches back 14).
-pub fn purge_history(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
+pub fn purge_history(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<usize, AppError> {
     let old = time::format(now - chrono::Duration::days(30));
     Ok(crate::db::exec(
         tx,

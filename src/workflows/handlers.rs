@@ -33,7 +33,7 @@ fn version_param(v: &str) -> Result<i32, AppError> {
 }
 
 fn audited(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     actor: &Actor,
     action: &str,
     id: WorkflowId,

@@ -25,8 +25,9 @@ pub mod runs;
 pub mod store;
 pub mod validate;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, Transaction};
+use rusqlite::Connection;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -69,7 +70,7 @@ pub fn context(c: &Connection, store: StoreId, smtp: bool) -> Result<validate::C
 /// Checks the draft again and publishes it as the next version; None when the store has no
 /// such workflow. The handler and the demo both publish through this.
 pub fn publish(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: WorkflowId,
     by: UserId,

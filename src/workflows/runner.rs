@@ -24,8 +24,9 @@
 
 use std::fmt::Write as _;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -100,7 +101,7 @@ impl JobKind for WorkflowSweep {
 }
 
 /// Enqueues a sweep unless one is waiting or running ([`crate::jobs::Registry::recurring`]).
-pub fn ensure_sweep(tx: &Transaction<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
+pub fn ensure_sweep(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<(), AppError> {
     jobs::enqueue_once(tx, &WorkflowSweep, now, now, true).map(|_| ())
 }
 
@@ -164,7 +165,7 @@ pub async fn sweep(st: &AppState) -> anyhow::Result<()> {
 
 /// Enqueues the fire job of a schedule's next time (publish, resume, a fire).
 pub fn schedule(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     workflow: WorkflowId,
     next: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
@@ -182,7 +183,7 @@ pub fn schedule(
 /// Starts a run of `version` at its first node, in the caller's transaction; None when the
 /// workflow already ran for `event`.
 pub fn start(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     version: &VersionOut,
     workflow: WorkflowId,
@@ -234,7 +235,7 @@ fn subject_of(event: Event, data: &Value) -> Option<Subject> {
 
 /// The events listener: starts a run of every published workflow of the store whose trigger
 /// is this event (and whose filter holds for its data), in the event's transaction.
-pub fn on_event(tx: &Transaction<'_>, e: &Recorded<'_>) -> Result<(), AppError> {
+pub fn on_event(tx: &Tx<'_>, e: &Recorded<'_>) -> Result<(), AppError> {
     if validate::store_event(e.event.as_str()).is_none() {
         return Ok(());
     }
@@ -619,7 +620,7 @@ async fn execute(
 /// Moves the run from `from` along its edge (the `branch` of a condition) and enqueues that
 /// step, or completes the run where no edge goes on. False when the run was not at `from`.
 fn advance(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: WorkflowRunId,
     v: &VersionOut,
     from: (&str, RunStatus),

@@ -2,8 +2,9 @@
 //! ended), and its SQL. Every query a request makes is scoped by store; the runner's own
 //! reads go by the run's id, which only its jobs carry.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -120,7 +121,7 @@ pub struct NewRun<'a> {
 }
 
 /// Inserts the run; false when the workflow already has a run for that event.
-pub fn insert(tx: &Transaction<'_>, n: &NewRun<'_>, now: DateTime<Utc>) -> Result<bool, AppError> {
+pub fn insert(tx: &Tx<'_>, n: &NewRun<'_>, now: DateTime<Utc>) -> Result<bool, AppError> {
     let inserted = crate::db::exec(
         tx,
         "INSERT INTO workflow_runs (id, store_id, workflow_id, version, status, subject_type,
@@ -210,7 +211,7 @@ pub fn count(c: &Connection, store: StoreId, workflow: WorkflowId) -> Result<i64
 /// sleeps in, or its end. False when the run is elsewhere already (a step's job that ran
 /// twice), so the caller enqueues nothing.
 pub fn step(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: WorkflowRunId,
     from: (&str, RunStatus),
     to: (Option<&str>, RunStatus),
@@ -231,7 +232,7 @@ pub fn step(
 
 /// Notes why the current step's attempt failed while it is retried.
 pub fn note_error(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: WorkflowRunId,
     node: &str,
     error: &str,
@@ -250,7 +251,7 @@ pub fn note_error(
 /// with the process that held it, or its job was lost. `live` are the runs the queue still
 /// holds a step of. Returns how many failed.
 pub fn fail_lost(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     live: &std::collections::HashSet<WorkflowRunId>,
     now: DateTime<Utc>,
 ) -> Result<usize, AppError> {
@@ -273,7 +274,7 @@ pub fn fail_lost(
 }
 
 /// Deletes runs that finished before `before`.
-pub fn purge_finished(tx: &Transaction<'_>, before: DateTime<Utc>) -> Result<usize, AppError> {
+pub fn purge_finished(tx: &Tx<'_>, before: DateTime<Utc>) -> Result<usize, AppError> {
     Ok(crate::db::exec(
         tx,
         "DELETE FROM workflow_runs WHERE finished_at IS NOT NULL AND finished_at < ?1",

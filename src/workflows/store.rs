@@ -1,7 +1,8 @@
 //! SQL of workflows and their versions; every query is scoped by store.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{
     Graph, Trigger, VersionOut, VersionSummary, WorkflowKind, WorkflowOut, WorkflowStatus,
@@ -66,7 +67,7 @@ pub struct NewWorkflow<'a> {
 }
 
 pub fn insert(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     w: &NewWorkflow<'_>,
     now: DateTime<Utc>,
@@ -112,7 +113,7 @@ pub struct Draft {
 
 /// Saves the draft; false when the store has no such workflow. The published copy stays.
 pub fn save_draft(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: WorkflowId,
     d: &Draft,
@@ -138,7 +139,7 @@ pub fn save_draft(
     Ok(n == 1)
 }
 
-pub fn delete(tx: &Transaction<'_>, store: StoreId, id: WorkflowId) -> Result<bool, AppError> {
+pub fn delete(tx: &Tx<'_>, store: StoreId, id: WorkflowId) -> Result<bool, AppError> {
     crate::db::delete_in_store(tx, "workflows", store, &id)
 }
 
@@ -173,7 +174,7 @@ pub fn count(c: &Connection, store: StoreId) -> Result<i64, AppError> {
 /// Publishes the draft (already validated, its trigger typed as `trigger`): the next
 /// version is stored, immutable, and becomes the live copy. Returns the new version.
 pub fn publish(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: WorkflowId,
     trigger: &Trigger,
@@ -211,7 +212,7 @@ pub fn publish(
 
 /// Moves `from` -> `to` and sets `next_fire_at`; false when the workflow is not in `from`.
 pub fn set_status(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     store: StoreId,
     id: WorkflowId,
     from: WorkflowStatus,

@@ -184,6 +184,7 @@ async fn metrics_count_requests_by_route_template_and_sample_the_queues() {
     for series in [
         r#"merchant_admin_db_wait_seconds_count{pool="read"}"#,
         r#"merchant_admin_db_wait_seconds_count{pool="write"}"#,
+        "merchant_admin_db_write_batch_size_count",
         "merchant_admin_process_resident_memory_bytes",
     ] {
         assert!(

@@ -215,3 +215,178 @@ async fn a_pending_webhook_retry_survives_kill_9() {
     // The server has exited: nothing more can arrive.
     assert_eq!(rx.hits().len(), 2, "unexpected deliveries");
 }
+
+/// Issue 22 (group commit): orders created by many clients at once share commits, and a
+/// server killed with SIGKILL in the middle loses none it answered and leaves none half
+/// written: after a restart every answered order is there, each order has its line, and
+/// the variant's reserved stock equals the units of the orders that exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answered_order_survives_kill_9_and_none_is_half_written() {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(crate::support::process::BIN)
+        .arg("setup")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args([
+            "--email",
+            "crash@example.com",
+            "--password",
+            "crash crash crash",
+        ])
+        .args(["--org-name", "Crash", "--store-name", "Crash", "--demo"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let store = ids["store_id"].as_str().unwrap().to_owned();
+    let budget = ["--rate-limit-authenticated", "1000000"];
+    let mut first = start(dir.path(), &budget, &[]);
+    let base = format!("http://{}/v1", first.addr);
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let login: Value = client
+        .post(format!("{base}/auth/login"))
+        .json(&json!({"email": "crash@example.com", "password": "crash crash crash"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = login["token"].as_str().unwrap().to_owned();
+    let get = |path: String| {
+        let (client, token) = (client.clone(), token.clone());
+        async move {
+            let r = client.get(path).bearer_auth(token).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    let customer =
+        get(format!("{base}/stores/{store}/customers?limit=1")).await["data"][0]["id"].clone();
+    let variant =
+        get(format!("{base}/stores/{store}/inventory?limit=1")).await["data"][0]["variant_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let r = client
+        .post(format!(
+            "{base}/stores/{store}/inventory/{variant}/adjustments"
+        ))
+        .bearer_auth(&token)
+        .json(&json!({"delta": 100_000, "reason": "crash test"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let reserved_before = r.json::<Value>().await.unwrap()["reserved"]
+        .as_i64()
+        .unwrap();
+
+    // Sixteen clients create orders until the server dies under them.
+    let answered = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut clients = Vec::new();
+    for _ in 0..16 {
+        let (client, token, answered) = (client.clone(), token.clone(), answered.clone());
+        let url = format!("{base}/stores/{store}/orders");
+        let body = json!({
+            "customer_id": customer,
+            "items": [{"variant_id": variant, "quantity": 1}],
+            "note": "crash test",
+        });
+        clients.push(tokio::spawn(async move {
+            loop {
+                let Ok(r) = client
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .json(&body)
+                    .send()
+                    .await
+                else {
+                    return;
+                };
+                if r.status() != 201 {
+                    return;
+                }
+                let Ok(order) = r.json::<Value>().await else {
+                    return;
+                };
+                answered
+                    .lock()
+                    .unwrap()
+                    .push(order["id"].as_str().unwrap().to_owned());
+            }
+        }));
+    }
+    let counted = answered.clone();
+    tokio::task::spawn_blocking(move || {
+        wait_for("300 answered orders", Duration::from_secs(60), || {
+            counted.lock().unwrap().len() >= 300
+        });
+    })
+    .await
+    .unwrap();
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    for c in clients {
+        c.await.unwrap();
+    }
+    let answered = answered.lock().unwrap().clone();
+
+    let mut second = start(dir.path(), &budget, &[]);
+    let base = format!("http://{}/v1", second.addr);
+    for id in &answered {
+        let r = client
+            .get(format!("{base}/stores/{store}/orders/{id}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "answered order {id} is missing");
+        let order: Value = r.json().await.unwrap();
+        assert_eq!(order["items"].as_array().unwrap().len(), 1, "{order}");
+    }
+    let db = merchant_admin::db::db_path(dir.path());
+    let (orders, without_lines, without_audit, units, reserved): (i64, i64, i64, i64, i64) =
+        tokio::task::spawn_blocking(move || {
+            let c = rusqlite::Connection::open(&db).unwrap();
+            c.query_row(
+                "SELECT
+                   (SELECT COUNT(*) FROM orders WHERE note = 'crash test'),
+                   (SELECT COUNT(*) FROM orders WHERE note = 'crash test'
+                      AND json_array_length(items) <> 1),
+                   (SELECT COUNT(*) FROM orders o WHERE note = 'crash test'
+                      AND NOT EXISTS (SELECT 1 FROM audit_log a
+                                       WHERE a.resource_id = o.id)),
+                   (SELECT COALESCE(SUM(json_extract(items, '$[0].quantity')), 0)
+                      FROM orders WHERE note = 'crash test'),
+                   (SELECT reserved FROM variants WHERE id = ?1)",
+                [&variant],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .unwrap()
+        })
+        .await
+        .unwrap();
+    assert!(
+        orders >= answered.len() as i64,
+        "{orders} < {}",
+        answered.len()
+    );
+    assert_eq!(without_lines, 0, "an order without its line");
+    assert_eq!(without_audit, 0, "an order without its audit entry");
+    assert_eq!(units, orders, "one unit per order");
+    assert_eq!(
+        reserved - reserved_before,
+        units,
+        "reserved stock grew by the orders' units"
+    );
+    assert_eq!(second.sigterm().code(), Some(0));
+}

@@ -3,8 +3,9 @@
 //! in a store. They read other areas' tables (store API tokens, stores, members,
 //! organizations) so that a caller is resolved in one round trip.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::sync::Arc;
 
 use crate::error::AppError;
@@ -46,7 +47,7 @@ impl Credentials for CredentialTables {
     /// middleware calls only when it is stale, as a store token has no first use).
     fn note_use(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Tx<'_>,
         credential: &Credential,
         first_use: bool,
         stale: bool,

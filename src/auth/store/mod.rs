@@ -16,8 +16,9 @@ pub use sessions::*;
 pub use sign_in_failures::*;
 pub use users::*;
 
+use crate::db::Tx;
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Transaction, params};
+use rusqlite::params;
 
 use crate::error::AppError;
 use crate::time;
@@ -25,11 +26,7 @@ use crate::time;
 /// Removes what can never matter again: sign-in failures out of the window, token pairs
 /// whose refresh token expired, challenges and codes a day past expiry, and sessions ended
 /// 30 days ago (kept that long for the record). Returns the rows removed.
-pub fn purge(
-    tx: &Transaction<'_>,
-    now: DateTime<Utc>,
-    window: Duration,
-) -> Result<usize, AppError> {
+pub fn purge(tx: &Tx<'_>, now: DateTime<Utc>, window: Duration) -> Result<usize, AppError> {
     let day_ago = time::format(now - Duration::days(1));
     let mut removed = crate::db::exec(
         tx,

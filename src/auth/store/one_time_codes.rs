@@ -1,7 +1,8 @@
 //! One-time codes of the messaging-app factor: send limits, storing, checking, the phone.
 
+use crate::db::Tx;
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::AppError;
 use crate::ids::UserId;
@@ -78,7 +79,7 @@ pub fn send_wait(
 /// Stores a new pending code; any earlier pending code of the same owner is replaced, so
 /// only the newest is accepted. Returns the code's id.
 pub fn insert_code(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     owner: CodeOwner<'_>,
     phone: &str,
@@ -113,7 +114,7 @@ pub fn insert_code(
 }
 
 /// A code the provider did not take: never accepted, but still counted by the send limits.
-pub fn mark_undelivered(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
+pub fn mark_undelivered(tx: &Tx<'_>, id: &str) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE one_time_codes SET state = 'undelivered' WHERE id = ?1",
@@ -156,7 +157,7 @@ pub fn newest_code(
 }
 
 /// Counts a wrong answer; the fifth burns the code. Returns true when it just burned.
-pub fn wrong_code(tx: &Transaction<'_>, id: &str) -> Result<bool, AppError> {
+pub fn wrong_code(tx: &Tx<'_>, id: &str) -> Result<bool, AppError> {
     let attempts: u32 = tx.query_row(
         "UPDATE one_time_codes SET attempts = attempts + 1,
                 state = CASE WHEN attempts + 1 >= ?2 THEN 'burned' ELSE state END
@@ -167,7 +168,7 @@ pub fn wrong_code(tx: &Transaction<'_>, id: &str) -> Result<bool, AppError> {
     Ok(attempts >= CODE_ATTEMPTS)
 }
 
-pub fn use_code(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
+pub fn use_code(tx: &Tx<'_>, id: &str) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE one_time_codes SET state = 'used' WHERE id = ?1",
@@ -179,7 +180,7 @@ pub fn use_code(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
 /// Sets the confirmed phone of the messaging-app factor, which turns it on (off is
 /// `disable_factor`).
 pub fn set_msgapp_phone(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     phone: &str,
     now: DateTime<Utc>,

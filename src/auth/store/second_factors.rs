@@ -1,7 +1,8 @@
 //! Second factors: TOTP secrets (sealed), recovery codes, and sign-in challenges.
 
+use crate::db::Tx;
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::AppError;
 use crate::ids::UserId;
@@ -59,7 +60,7 @@ pub fn totp_state(
 }
 
 pub fn set_totp_pending(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     sb: &secrets::SecretBox,
     user: UserId,
     secret: &str,
@@ -74,10 +75,7 @@ pub fn set_totp_pending(
 
 /// Seals TOTP secrets still stored as text by releases before issue 13 (a sealed one is a
 /// blob, so running it again changes nothing). Run at start, before anything reads them.
-pub fn seal_plain_totp_secrets(
-    tx: &Transaction<'_>,
-    sb: &secrets::SecretBox,
-) -> Result<usize, AppError> {
+pub fn seal_plain_totp_secrets(tx: &Tx<'_>, sb: &secrets::SecretBox) -> Result<usize, AppError> {
     let rows: Vec<(UserId, Option<String>, Option<String>)> = tx
         .prepare(
             "SELECT id,
@@ -109,7 +107,7 @@ pub fn seal_plain_totp_secrets(
 }
 
 pub fn enable_totp(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     step: u64,
     now: DateTime<Utc>,
@@ -137,7 +135,7 @@ pub enum Factor {
 
 /// Turns a factor off; the recovery codes go with the last one.
 pub fn disable_factor(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     factor: Factor,
     now: DateTime<Utc>,
@@ -162,7 +160,7 @@ pub fn disable_factor(
 
 /// Records that the code of `step` was accepted; false if it (or a later one) already was,
 /// so a code is never accepted twice within its window.
-pub fn accept_totp_step(tx: &Transaction<'_>, user: UserId, step: u64) -> Result<bool, AppError> {
+pub fn accept_totp_step(tx: &Tx<'_>, user: UserId, step: u64) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "UPDATE users SET totp_last_step = ?2
@@ -174,7 +172,7 @@ pub fn accept_totp_step(tx: &Transaction<'_>, user: UserId, step: u64) -> Result
 
 /// Replaces the user's recovery codes with these hashes.
 pub fn replace_recovery_codes(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     hashes: &[Vec<u8>],
     now: DateTime<Utc>,
@@ -193,7 +191,7 @@ pub fn replace_recovery_codes(
 
 /// Uses up a recovery code; false when it is not one of the user's unused codes.
 pub fn use_recovery_code(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     hash: &[u8],
     now: DateTime<Utc>,
@@ -220,7 +218,7 @@ pub struct ChallengeRow {
 
 /// Hands out a challenge for the second step of a sign-in; returns its raw value.
 pub fn create_challenge(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     device_name: &str,
     address: &str,
@@ -271,7 +269,7 @@ pub fn live_challenge(
     .optional()?)
 }
 
-pub fn count_challenge_attempt(tx: &Transaction<'_>, id: &str) -> Result<(), AppError> {
+pub fn count_challenge_attempt(tx: &Tx<'_>, id: &str) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE sign_in_challenges SET attempts = attempts + 1 WHERE id = ?1",
@@ -280,7 +278,7 @@ pub fn count_challenge_attempt(tx: &Transaction<'_>, id: &str) -> Result<(), App
     Ok(())
 }
 
-pub fn use_challenge(tx: &Transaction<'_>, id: &str, now: DateTime<Utc>) -> Result<(), AppError> {
+pub fn use_challenge(tx: &Tx<'_>, id: &str, now: DateTime<Utc>) -> Result<(), AppError> {
     crate::db::exec(
         tx,
         "UPDATE sign_in_challenges SET used_at = ?2 WHERE id = ?1",

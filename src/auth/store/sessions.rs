@@ -1,7 +1,8 @@
 //! Sessions and their token pairs: signing in, refresh rotation (spec 3), revoking, listing.
 
+use crate::db::Tx;
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::AppError;
 use crate::ids::{PairId, SessionId, UserId};
@@ -32,7 +33,7 @@ pub struct IssuedPair {
 /// Starts a session. `password_at` is when its password step passed (the challenge's start
 /// for a two-step sign-in): adding a second factor needs it to be recent.
 pub fn create_session(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user_id: UserId,
     device_name: &str,
     address: &str,
@@ -61,7 +62,7 @@ pub fn create_session(
 }
 
 fn issue_pair(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     session_id: SessionId,
     user_id: UserId,
     now: DateTime<Utc>,
@@ -112,7 +113,7 @@ pub enum Refreshed {
 /// Rotates a refresh token. Runs in the single writer's transaction, so concurrent
 /// presentations of one token are serialized and each lands on exactly one row of the table.
 pub fn refresh(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     presented: &str,
     now: DateTime<Utc>,
     life: Lifetimes,
@@ -208,7 +209,7 @@ pub fn session_password_at(
 }
 
 pub fn revoke_session(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: SessionId,
     reason: &str,
     now: DateTime<Utc>,
@@ -223,7 +224,7 @@ pub fn revoke_session(
 
 /// Ends every live session of a user, except `keep`.
 pub fn revoke_user_sessions(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     keep: Option<SessionId>,
     reason: &str,
@@ -238,7 +239,7 @@ pub fn revoke_user_sessions(
 }
 
 /// Ends the session a refresh token belongs to, whatever state the token is in.
-pub fn logout(tx: &Transaction<'_>, presented: &str, now: DateTime<Utc>) -> Result<(), AppError> {
+pub fn logout(tx: &Tx<'_>, presented: &str, now: DateTime<Utc>) -> Result<(), AppError> {
     let session: Option<SessionId> = tx
         .query_row(
             "SELECT session_id FROM token_pairs WHERE refresh_hash = ?1",
@@ -254,7 +255,7 @@ pub fn logout(tx: &Transaction<'_>, presented: &str, now: DateTime<Utc>) -> Resu
 
 /// Ends one of the user's own sessions. False when it is not theirs or already ended.
 pub fn revoke_own_session(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     user: UserId,
     id: SessionId,
     now: DateTime<Utc>,

@@ -1,7 +1,8 @@
 //! Failed sign-in steps (`sign_in_failures`) and the lockouts they add up to.
 
+use crate::db::Tx;
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::AppError;
 use crate::time;
@@ -103,7 +104,7 @@ pub fn second_factor_wait(
 /// the check's outcome can clear or confirm it. `address` is the client's budget key
 /// (its /64 for IPv6).
 pub fn record_failure(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     email: &str,
     address: &str,
     kind: FailureKind,
@@ -118,7 +119,7 @@ pub fn record_failure(
 }
 
 /// Settles a `Checking` attempt: deleted when the password was right, a real failure if not.
-pub fn settle_attempt(tx: &Transaction<'_>, id: i64, right: bool) -> Result<(), AppError> {
+pub fn settle_attempt(tx: &Tx<'_>, id: i64, right: bool) -> Result<(), AppError> {
     if right {
         crate::db::exec(tx, "DELETE FROM sign_in_failures WHERE id = ?1", [id])?;
     } else {

@@ -1,7 +1,8 @@
 //! Accounts: the `users` row; creating, finding, and changing locale, password or active state.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::revoke_user_sessions;
 use crate::auth::model::{Locale, TwoFactorOut, UserOut};
@@ -58,7 +59,7 @@ impl UserRow {
 
 /// Inserts a user; the e-mail must already be normalized (trimmed, lowercased).
 pub fn insert_user(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     now: DateTime<Utc>,
     email: &str,
     password_hash: &str,
@@ -105,7 +106,7 @@ pub fn get_user(c: &Connection, id: UserId) -> Result<Option<UserRow>, AppError>
 }
 
 pub fn set_locale(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: UserId,
     locale: Locale,
     now: DateTime<Utc>,
@@ -119,7 +120,7 @@ pub fn set_locale(
 }
 
 pub fn set_password(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: UserId,
     hash: &str,
     now: DateTime<Utc>,
@@ -134,7 +135,7 @@ pub fn set_password(
 
 /// Deactivates (revoking every session) or reactivates an account. False when no such e-mail.
 pub fn set_disabled(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     email: &str,
     disabled: bool,
     now: DateTime<Utc>,

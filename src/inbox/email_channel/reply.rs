@@ -9,9 +9,9 @@
 //!   backoff, and the last failed attempt fails it. Failing sets `delivery_status: failed`
 //!   with `delivery_error` and announces `message:updated`, once.
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
 use lettre::message::Mailbox;
-use rusqlite::Transaction;
 use serde_json::{Value, json};
 
 use super::store;
@@ -49,7 +49,7 @@ const MAX_REFERENCES: usize = 20;
 /// Fixes the mail reply `message` will be and enqueues its sending, in the reply's
 /// transaction.
 pub fn enqueue(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     conversation: &ConversationOut,
     message: MessageId,
     now: DateTime<Utc>,

@@ -1,7 +1,8 @@
 //! SQL of the e-mail channel: threading and de-duplication by RFC Message-ID (a message's
 //! `external_id`), and what a mail adds to a message (its payload and files).
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
+use crate::db::Tx;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use serde_json::Value;
 
 use crate::error::AppError;
@@ -93,7 +94,7 @@ pub fn latest_inbound(
 
 /// Sets what a message carries beside its text (and, for a reply, its own Message-ID).
 pub fn set_mail_fields(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     message: MessageId,
     external_id: Option<&str>,
     payload: &Value,
@@ -117,7 +118,7 @@ pub struct NewAttachment<'a> {
 }
 
 pub fn insert_attachment(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     message: MessageId,
     a: &NewAttachment<'_>,
 ) -> Result<(), AppError> {
@@ -133,11 +134,7 @@ pub fn insert_attachment(
 
 /// Marks a reply that will not go out `failed` with why; false when it already was (or is
 /// gone), so the change is announced once.
-pub fn mark_failed(
-    tx: &Transaction<'_>,
-    message: MessageId,
-    error: &str,
-) -> Result<bool, AppError> {
+pub fn mark_failed(tx: &Tx<'_>, message: MessageId, error: &str) -> Result<bool, AppError> {
     let n = crate::db::exec(
         tx,
         "UPDATE messages SET delivery_status = 'failed', delivery_error = ?2

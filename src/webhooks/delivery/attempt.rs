@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, Transaction};
+use rusqlite::Connection;
 
 use super::{Dispatcher, client};
 use crate::error::AppError;
@@ -161,7 +162,7 @@ fn backoff(base: Duration, failed: u32) -> chrono::Duration {
 }
 
 fn settle(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     c: &Claimed,
     event_id: EventId,
     webhook_id: Option<WebhookId>,

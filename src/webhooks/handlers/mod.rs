@@ -8,8 +8,8 @@ pub mod deliveries;
 pub mod endpoints;
 pub mod subscriptions;
 
+use crate::db::Tx;
 use chrono::{DateTime, Utc};
-use rusqlite::Transaction;
 
 use super::model::WebhookOut;
 use super::store::{self, WebhookPatch, WebhookRow};
@@ -106,7 +106,7 @@ impl Edit {
 
     /// Applies `patch` (an empty one only touches `updated_at`); 404 when the webhook is gone,
     /// since it may have been deleted after the handler found it.
-    fn save(&self, tx: &Transaction<'_>, patch: &WebhookPatch) -> Result<(), AppError> {
+    fn save(&self, tx: &Tx<'_>, patch: &WebhookPatch) -> Result<(), AppError> {
         if store::update(tx, self.store, self.id, patch, self.now)? {
             Ok(())
         } else {
@@ -115,7 +115,7 @@ impl Edit {
     }
 
     /// Records `action` (`webhook.created`...) on the webhook in the audit trail.
-    fn audit(&self, tx: &Transaction<'_>, action: &str) -> Result<(), AppError> {
+    fn audit(&self, tx: &Tx<'_>, action: &str) -> Result<(), AppError> {
         audit::record(
             tx,
             &self.actor,
@@ -127,7 +127,7 @@ impl Edit {
     }
 
     /// Records `action`, then reads the webhook back as the write left it.
-    fn finish(&self, tx: &Transaction<'_>, action: &str) -> Result<WebhookRow, AppError> {
+    fn finish(&self, tx: &Tx<'_>, action: &str) -> Result<WebhookRow, AppError> {
         self.audit(tx, action)?;
         store::get(tx, self.store, self.id)?.ok_or_else(not_found)
     }
