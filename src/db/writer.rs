@@ -235,15 +235,21 @@ mod tests {
     use crate::error::{AppError, ErrorCode};
     use crate::threads::{Queue, answer};
 
+    /// A database file with one table of unique numbers (kept while the directory lives).
+    fn table() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Connection::open(dir.path().join("t.db")).unwrap();
+        c.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (x INTEGER UNIQUE)")
+            .unwrap();
+        (dir, c)
+    }
+
     /// Issue 22: writes queued behind a busy writer share one commit; a write that fails, or
     /// panics, rolls back only its own changes and gets its own outcome; the others are kept,
     /// and published and answered after the commit.
     #[tokio::test]
     async fn queued_writes_share_one_commit_and_a_failing_one_rolls_back_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = Connection::open(dir.path().join("t.db")).unwrap();
-        c.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (x INTEGER UNIQUE)")
-            .unwrap();
+        let (_dir, c) = table();
         let commits = Arc::new(AtomicUsize::new(0));
         let counted = commits.clone();
         c.commit_hook(Some(move || {
@@ -357,10 +363,7 @@ mod tests {
     /// a batch-mate's write that never happened gets the batch's error, not its own.
     #[tokio::test]
     async fn a_lost_batch_answers_every_write_with_its_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let c = Connection::open(dir.path().join("t.db")).unwrap();
-        c.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (x INTEGER UNIQUE)")
-            .unwrap();
+        let (_dir, c) = table();
         let conn = Arc::new(Mutex::new(c));
         let (queue, rx) = Queue::<Write>::new("test", 100);
         let limits = Limits {

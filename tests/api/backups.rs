@@ -99,18 +99,7 @@ async fn a_failing_backup_is_logged_counted_and_named_by_readyz() {
         "the error (and its paths) stay in the log: {}",
         r.body
     );
-    let addr = app.state.metrics_bound.get().unwrap();
-    let text = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .get(format!("http://{addr}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = crate::metrics::scrape(&app).await;
     assert!(
         text.contains(r#"merchant_admin_backups_total{outcome="failed"} 1"#),
         "{text}"

@@ -9,7 +9,8 @@ use serde_json::json;
 
 use crate::support::{Receiver, Shop, TestApp, post, spawn_app, spawn_app_with, wait_until};
 
-async fn scrape(app: &TestApp) -> String {
+/// The server's `/metrics` text, checked to be Prometheus text.
+pub async fn scrape(app: &TestApp) -> String {
     let addr = app.state.metrics_bound.get().expect("metrics are served");
     let r = reqwest::Client::builder()
         .no_proxy()
