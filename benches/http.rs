@@ -124,6 +124,10 @@ fn start_server(data_dir: &std::path::Path, model_base: &str) -> (Server, String
             "1000000000",
         ])
         .args(["--sign-in-failure-limit", "1000000000"])
+        // Plan limits do not shape the load either: 100,000 seeded orders are past any
+        // built-in plan's month.
+        .arg("--plans-file")
+        .arg(bench_plans(data_dir))
         // The assistant phase's fake model listens on loopback.
         .args([
             "--assistant-provider",
@@ -151,6 +155,22 @@ fn start_server(data_dir: &std::path::Path, model_base: &str) -> (Server, String
     (Server(child), base)
 }
 
+/// A one-plan catalog with limits no phase reaches, written into the data directory.
+fn bench_plans(data_dir: &std::path::Path) -> std::path::PathBuf {
+    let path = data_dir.join("bench-plans.toml");
+    let plans = r#"default = "bench"
+
+[[plans]]
+code = "bench"
+name = "Bench"
+monthly_price_cents = 100
+annual_price_cents = 1000
+limits = { stores = 1000000, members_per_store = 1000000, products = 1000000000, orders_per_month = 1000000000, assistant_messages_per_store_per_month = 1000000000 }
+"#;
+    std::fs::write(&path, plans).expect("write the benchmark's plans file");
+    path
+}
+
 struct Measured {
     requests: usize,
     errors: usize,
@@ -171,7 +191,15 @@ async fn send(client: &reqwest::Client, base: &str, call: &Call) -> bool {
     }
     match req.send().await {
         Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
-        _ => false,
+        Ok(r) => {
+            // The first refusal is shown, so a scenario that only fails says why.
+            static SHOWN: std::sync::Once = std::sync::Once::new();
+            let status = r.status();
+            let body = r.text().await.unwrap_or_default();
+            SHOWN.call_once(|| eprintln!("    (first error: {status} {body:.300})"));
+            false
+        }
+        Err(_) => false,
     }
 }
 

@@ -22,6 +22,23 @@ where
     }
 }
 
+/// Lowers the calling thread's CPU priority to `nice` (Linux: 0 normal, 19 lowest), so its
+/// work takes what the machine has spare. Only for threads that end with their work: an
+/// unprivileged process cannot raise it back.
+pub fn lower_current_priority(nice: i8) {
+    use thread_priority::{ThreadPriority, ThreadPriorityValue, set_current_thread_priority};
+    // thread-priority maps its 0..=99 scale onto nice 19..=-20 (two steps a nice level).
+    let value = u8::try_from((19 - i16::from(nice.clamp(-20, 19))) * 99 / 39).unwrap_or(0);
+    let set = ThreadPriorityValue::try_from(value)
+        .map_err(|e| e.to_string())
+        .and_then(|v| {
+            set_current_thread_priority(ThreadPriority::Crossplatform(v)).map_err(|e| e.to_string())
+        });
+    if let Err(e) = set {
+        tracing::debug!(error = %e, nice, "thread keeps normal priority");
+    }
+}
+
 /// A job as queued: the caller's closure with its answer channel.
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -218,6 +235,25 @@ pub async fn answer<T>(rx: Answer<T>) -> T {
 #[cfg(test)]
 mod tests {
     use super::Threads;
+
+    /// The niceness asked for is the one the kernel reports for the thread (the backup runs
+    /// at 19, password hashing at 10).
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_lowered_thread_runs_at_the_niceness_asked_for() {
+        for nice in [10, 19] {
+            let got = std::thread::spawn(move || {
+                super::lower_current_priority(nice);
+                let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+                // Field 19 is the nice value; fields count from after the command's ')'.
+                let after = &stat[stat.rfind(')').unwrap() + 2..];
+                after.split(' ').nth(16).unwrap().parse::<i8>().unwrap()
+            })
+            .join()
+            .unwrap();
+            assert_eq!(got, nice);
+        }
+    }
 
     /// Issue 13 item 17 (review): past its limit a pool turns new work away, but still takes
     /// work that finishes what was begun, in the room kept for it.

@@ -62,19 +62,11 @@ pub struct Hasher {
     dummy: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 
-/// Niceness 10 on Linux: thread-priority maps its 0..=99 scale onto nice 19..=-20.
-const HASHING_PRIORITY: u8 = 24;
+/// Hashing threads run at nice 10.
+const HASHING_NICE: i8 = 10;
 
 fn lower_priority() {
-    use thread_priority::{ThreadPriority, ThreadPriorityValue, set_current_thread_priority};
-    let set = ThreadPriorityValue::try_from(HASHING_PRIORITY)
-        .map_err(|e| e.to_string())
-        .and_then(|v| {
-            set_current_thread_priority(ThreadPriority::Crossplatform(v)).map_err(|e| e.to_string())
-        });
-    if let Err(e) = set {
-        tracing::debug!(error = %e, "hashing threads keep normal priority");
-    }
+    crate::threads::lower_current_priority(HASHING_NICE);
 }
 
 impl Hasher {

@@ -437,7 +437,9 @@ fn a_database_from_a_newer_release_is_refused_untouched() {
 
 #[tokio::test]
 async fn backup_while_serving_and_writing_passes_integrity_check() {
-    let app = spawn_app().await;
+    // The writes run back to back for as long as the backup takes (which, at its lowered
+    // priority on a busy machine, can be many seconds): no rate limit may cut them short.
+    let app = crate::support::spawn_app_with(|c| c.rate_limit_anonymous = 1_000_000).await;
     app.seed_owner("owner@example.com", "Backed Up").await;
 
     // A stream of writes over HTTP (each stores an idempotency record) that runs before,
