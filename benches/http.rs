@@ -4,7 +4,8 @@
 //!
 //! `cargo bench --bench http -- [--seconds 10] [--connections 64] [--only NAME]`
 //! (`--only docs`: the documentation questions phase on a server of its own; `--only backup`:
-//! a 1 GiB database backed up under a write load, never part of the full run)
+//! a 1 GiB database backed up under a write load, never part of the full run; `--only totals`:
+//! list totals on 100,000 and 1,000,000 orders and reviews, never part of the full run either)
 //!
 //! The server logs every request at info level (to /dev/null), as in production; rate
 //! limits and the sign-in lockout are raised so they do not shape the load.
@@ -20,6 +21,8 @@ use serde_json::{Value, json};
 mod assistant;
 #[path = "http/backup.rs"]
 mod backup;
+#[path = "http/totals.rs"]
+mod totals;
 
 const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
 const PASSWORD: &str = "benchmark password";
@@ -490,6 +493,10 @@ fn main() {
     }
     if args.only.as_deref().is_none_or(|o| o == "docs") {
         rt.block_on(docs::run(&client, args.seconds));
+    }
+    // Not in the full run: it seeds a million orders and reviews (`--only totals`).
+    if args.only.as_deref() == Some("totals") {
+        totals::run(&rt, &client, &base, &args, &token);
     }
     // Not in the full run: it writes a gigabyte (`--only backup`).
     if args.only.as_deref() == Some("backup") {
