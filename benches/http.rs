@@ -68,6 +68,8 @@ struct Args {
     only: Option<String>,
     /// Idle sockets for the socket phase.
     sockets: usize,
+    /// `--totals-small`: the totals phase stops after 100,000 rows (a slow build's A/B).
+    totals_small: bool,
 }
 
 fn parse_args() -> Args {
@@ -76,6 +78,7 @@ fn parse_args() -> Args {
         connections: 64,
         only: None,
         sockets: sockets::MANY,
+        totals_small: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -83,6 +86,7 @@ fn parse_args() -> Args {
             "--seconds" => a.seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(10),
             "--connections" => a.connections = it.next().and_then(|v| v.parse().ok()).unwrap_or(64),
             "--only" => a.only = it.next(),
+            "--totals-small" => a.totals_small = true,
             "--sockets" => {
                 a.sockets = it
                     .next()

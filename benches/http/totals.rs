@@ -156,6 +156,9 @@ pub fn run(
         println!("    ({})", totals(client, base, &token, &p).await);
     });
     let small = measure(rt, client, base, args, &token, &p, "100k");
+    if args.totals_small {
+        return;
+    }
     rt.block_on(async {
         seed(client, base, &token, &store, 900_000).await;
         println!("    ({})", totals(client, base, &token, &p).await);
