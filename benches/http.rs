@@ -4,7 +4,8 @@
 //!
 //! `cargo bench --bench http -- [--seconds 10] [--connections 64] [--only NAME]`
 //! (`--only docs`: the documentation questions phase on a server of its own; `--only backup`:
-//! a 1 GiB database backed up under a write load, never part of the full run)
+//! a 1 GiB database backed up under a write load, never part of the full run; `--only totals`:
+//! list totals on 100,000 and 1,000,000 orders and reviews, never part of the full run either)
 //!
 //! The server logs every request at info level (to /dev/null), as in production; rate
 //! limits and the sign-in lockout are raised so they do not shape the load.
@@ -20,6 +21,8 @@ use serde_json::{Value, json};
 mod assistant;
 #[path = "http/backup.rs"]
 mod backup;
+#[path = "http/totals.rs"]
+mod totals;
 
 const BIN: &str = env!("CARGO_BIN_EXE_merchant-admin");
 const PASSWORD: &str = "benchmark password";
@@ -65,6 +68,8 @@ struct Args {
     only: Option<String>,
     /// Idle sockets for the socket phase.
     sockets: usize,
+    /// `--totals-small`: the totals phase stops after 100,000 rows (a slow build's A/B).
+    totals_small: bool,
 }
 
 fn parse_args() -> Args {
@@ -73,6 +78,7 @@ fn parse_args() -> Args {
         connections: 64,
         only: None,
         sockets: sockets::MANY,
+        totals_small: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -80,6 +86,7 @@ fn parse_args() -> Args {
             "--seconds" => a.seconds = it.next().and_then(|v| v.parse().ok()).unwrap_or(10),
             "--connections" => a.connections = it.next().and_then(|v| v.parse().ok()).unwrap_or(64),
             "--only" => a.only = it.next(),
+            "--totals-small" => a.totals_small = true,
             "--sockets" => {
                 a.sockets = it
                     .next()
@@ -518,6 +525,10 @@ fn main() {
     }
     if args.only.as_deref().is_none_or(|o| o == "docs") {
         rt.block_on(docs::run(&client, args.seconds));
+    }
+    // Not in the full run: it seeds a million orders and reviews (`--only totals`).
+    if args.only.as_deref() == Some("totals") {
+        totals::run(&rt, &client, &base, &args, &token);
     }
     // Not in the full run: it writes a gigabyte (`--only backup`).
     if args.only.as_deref() == Some("backup") {

@@ -396,10 +396,8 @@ pub fn list(
 }
 
 pub fn count(c: &Connection, store: StoreId, status: Option<CartStatus>) -> Result<i64, AppError> {
-    Ok(c.prepare_cached(
-        "SELECT COUNT(*) FROM carts WHERE store_id = ?1 AND (?2 IS NULL OR status = ?2)",
-    )?
-    .query_row(params![store, status], |r| r.get(0))?)
+    let key = crate::db::counts::key(status.map(|s| ("status", s.as_str())));
+    crate::db::counts::get(c, store, "carts", &key)
 }
 
 /// Deletes carts nobody checked out and nobody touched since `before` (open or abandoned;

@@ -442,11 +442,13 @@ pub fn list_products(
 }
 
 pub fn count_products(c: &Connection, store: StoreId, q: &ProductQuery) -> Result<i64, AppError> {
-    let sql = format!(
-        "SELECT COUNT(*) FROM products p WHERE {}",
-        product_filter(q)
-    );
-    Ok(c.query_row(
+    if q.category.is_none() && q.search.is_none() {
+        let key = crate::db::counts::key(q.status.as_deref().map(|s| ("status", s)));
+        return crate::db::counts::get(c, store, "products", &key);
+    }
+    let sql = format!("SELECT 1 FROM products p WHERE {}", product_filter(q));
+    crate::db::counts::capped(
+        c,
         &sql,
         params![
             store,
@@ -454,8 +456,7 @@ pub fn count_products(c: &Connection, store: StoreId, q: &ProductQuery) -> Resul
             q.category,
             q.search.as_deref().map(crate::db::contains_pattern)
         ],
-        |r| r.get(0),
-    )?)
+    )
 }
 
 // ---- categories

@@ -248,10 +248,12 @@ pub fn list(
 }
 
 pub fn count(c: &Connection, store: StoreId, search: Option<&str>) -> Result<i64, AppError> {
-    let sql = format!("SELECT COUNT(*) FROM customers WHERE {FILTER}");
-    let pattern = search.map(crate::db::contains_pattern);
-    Ok(c.prepare_cached(&sql)?
-        .query_row(params![store, pattern], |r| r.get(0))?)
+    let Some(search) = search else {
+        return crate::db::counts::get(c, store, "customers", "");
+    };
+    let sql = format!("SELECT 1 FROM customers WHERE {FILTER}");
+    let pattern = crate::db::contains_pattern(search);
+    crate::db::counts::capped(c, &sql, params![store, pattern])
 }
 
 /// Whether the store has this customer.

@@ -14,6 +14,7 @@
 //!   which was a tenth of a list request's CPU.
 
 pub mod backup;
+pub mod counts;
 pub mod idempotency;
 pub mod keys;
 pub mod migrate;

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, ToSql, params};
 
+use super::counts;
 use crate::error::AppError;
 use crate::ids::StoreId;
 
@@ -150,18 +151,26 @@ impl RenderedTable {
         Ok(())
     }
 
-    /// How many rows the same filters match.
+    /// How many rows the same filters match: a counter of `list_counts` for no filter or one,
+    /// a count capped at [`counts::CAP`] for both (`by` is the id, as text).
     pub fn count(
         self,
         c: &Connection,
-        (store, status, by): (StoreId, Option<&str>, Option<&dyn ToSql>),
+        (store, status, by): (StoreId, Option<&str>, Option<&str>),
     ) -> Result<i64, AppError> {
-        let sql = format!(
-            "SELECT COUNT(*) FROM {} WHERE {}",
-            self.table,
-            self.filter(status, by)
-        );
-        Ok(c.prepare_cached(&sql)?
-            .query_row(params![store, status, by], |r| r.get(0))?)
+        let key = match (status, by) {
+            (Some(_), Some(_)) => {
+                let sql = format!(
+                    "SELECT 1 FROM {} WHERE {}",
+                    self.table,
+                    self.filter(status, by.as_ref().map(|b| b as &dyn ToSql))
+                );
+                return counts::capped(c, &sql, params![store, status, by]);
+            }
+            (Some(s), None) => counts::key(Some(("status", s))),
+            (None, Some(id)) => counts::key(Some((self.by, id))),
+            (None, None) => counts::key(None),
+        };
+        counts::get(c, store, self.table, &key)
     }
 }

@@ -495,13 +495,33 @@ pub fn list_rows(
     Ok(out)
 }
 
+/// The inbox's total: a kept count (`list_counts`) with no filter or one of status, channel
+/// kind, priority and assignee; a capped count with a search or two filters.
 pub fn count_rows(c: &Connection, store: StoreId, q: &InboxQuery) -> Result<i64, AppError> {
-    let sql = format!(
-        "SELECT COUNT(*) FROM conversations c WHERE {}",
-        inbox_filter(q)
-    );
+    let filters: Vec<(&str, String)> = [
+        q.status.map(|s| ("status", s.as_str().to_owned())),
+        q.channel_kind
+            .map(|k| ("channel_kind", k.as_str().to_owned())),
+        q.priority.map(|p| ("priority", p.as_str().to_owned())),
+        q.assignee.map(|a| {
+            let id = a.map(|u| u.to_string()).unwrap_or_default();
+            ("assignee_user_id", id)
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if q.search.is_none() && filters.len() <= 1 {
+        let one = filters
+            .first()
+            .map(|(column, value)| (*column, value.as_str()));
+        return crate::db::counts::get(c, store, "conversations", &crate::db::counts::key(one));
+    }
+    let sql = format!("SELECT 1 FROM conversations c WHERE {}", inbox_filter(q));
     let pattern = q.search.as_deref().map(crate::db::contains_pattern);
-    Ok(c.prepare_cached(&sql)?.query_row(
+    crate::db::counts::capped(
+        c,
+        &sql,
         params![
             store,
             q.status,
@@ -510,8 +530,7 @@ pub fn count_rows(c: &Connection, store: StoreId, q: &InboxQuery) -> Result<i64,
             q.assignee.flatten(),
             pattern
         ],
-        |r| r.get(0),
-    )?)
+    )
 }
 
 pub fn counts(c: &Connection, store: StoreId, me: UserId) -> Result<ConversationCounts, AppError> {

@@ -189,8 +189,8 @@ pub fn count(
     status: Option<OrderStatus>,
     customer: Option<CustomerId>,
 ) -> Result<i64, AppError> {
-    let by = customer.as_ref().map(|x| x as &dyn rusqlite::ToSql);
-    TABLE.count(c, (store, status.map(OrderStatus::as_str), by))
+    let by = customer.map(|x| x.to_string());
+    TABLE.count(c, (store, status.map(OrderStatus::as_str), by.as_deref()))
 }
 
 /// Keeps a customer's `orders_count` and `total_spent_cents`.

@@ -185,15 +185,6 @@ pub fn count(
     status: Option<ReviewStatus>,
     product: Option<ProductId>,
 ) -> Result<i64, AppError> {
-    if let Some(product) = &product {
-        let by = Some(product as &dyn rusqlite::ToSql);
-        return TABLE.count(c, (store, status.map(ReviewStatus::as_str), by));
-    }
-    Ok(c.prepare_cached(
-        "SELECT COALESCE(SUM(n), 0) FROM review_counts
-             WHERE store_id = ?1 AND (?2 IS NULL OR status = ?2)",
-    )?
-    .query_row(params![store, status.map(ReviewStatus::as_str)], |r| {
-        r.get(0)
-    })?)
+    let by = product.map(|x| x.to_string());
+    TABLE.count(c, (store, status.map(ReviewStatus::as_str), by.as_deref()))
 }

@@ -10,7 +10,7 @@
 //! whole store ([`refresh_store`]).
 
 use crate::db::Tx;
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{StorefrontProduct, StorefrontReview};
 use crate::catalog::model::ProductStatus;
@@ -249,10 +249,12 @@ pub fn list_reviews(
         .collect::<Result<_, _>>()?)
 }
 
+/// A product's approved reviews: its `rating_count`, which the reviews' triggers keep.
 pub fn count_reviews(c: &Connection, store: StoreId, product: ProductId) -> Result<i64, AppError> {
-    Ok(c.prepare_cached(
-        "SELECT COUNT(*) FROM reviews WHERE store_id = ?1 AND product_id = ?2
-           AND status = 'approved'",
-    )?
-    .query_row(params![store, product], |r| r.get(0))?)
+    Ok(
+        c.prepare_cached("SELECT rating_count FROM products WHERE store_id = ?1 AND id = ?2")?
+            .query_row(params![store, product], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0),
+    )
 }

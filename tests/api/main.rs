@@ -26,6 +26,7 @@ mod inventory;
 mod jobs;
 mod layers;
 mod limits;
+mod list_totals;
 mod logging;
 mod marketing;
 mod members;

@@ -37,7 +37,9 @@ pub struct PageQuery {
     pub cursor: Option<String>,
     /// Rows to skip; ignored when `cursor` is set.
     pub offset: Option<u64>,
-    /// Also return `total` (costs an extra query).
+    /// Also return `total` (costs an extra query). With no filter, or one status, kind or id
+    /// filter, it is a kept count, as cheap as the page; with a text search or two filters at
+    /// once it counts at most 10,000 rows, so 10000 then means "10,000 or more".
     pub include_total: Option<bool>,
 }
 
