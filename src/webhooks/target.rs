@@ -1,9 +1,13 @@
 //! Where a webhook may point: an absolute http(s) URL whose host does not resolve to
 //! loopback, private, link-local, metadata or other non-public addresses (SSRF guard). The
 //! check runs when the URL is saved and again inside the delivery's own name resolution, so
-//! a DNS answer that changes in between cannot slip past it.
+//! a DNS answer that changes in between cannot slip past it (an answer that passed is used
+//! again for a few seconds, never one that did not).
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::NextTimeout;
@@ -100,11 +104,23 @@ pub fn check_destination(url: &url::Url) -> Result<(), String> {
     }
 }
 
+/// How long a checked DNS answer is used again. ureq resolves before every request (a pooled
+/// connection included), and with a timeout set it resolves on a thread of its own: a thread
+/// per delivery. Only answers that passed the guard are kept, so a delivery still connects
+/// only where the guard allowed; a name that moves is followed within this time.
+const RESOLVED_FOR: Duration = Duration::from_secs(10);
+
+/// Most answers kept; past it, those older than half of [`RESOLVED_FOR`] are forgotten, or
+/// all of them (hosts are chosen by webhook owners: the map must not grow with them).
+const RESOLVED_MAX: usize = 1024;
+
 /// ureq's resolver with the guard: the addresses a delivery connects to are the ones checked.
 #[derive(Debug, Default)]
 pub struct GuardedResolver {
     inner: DefaultResolver,
     pub allow_private: bool,
+    /// Checked answers by URI authority: (https, when resolved, addresses).
+    resolved: Mutex<HashMap<String, (bool, Instant, ResolvedSocketAddrs)>>,
 }
 
 impl GuardedResolver {
@@ -112,7 +128,41 @@ impl GuardedResolver {
         Self {
             inner: DefaultResolver::default(),
             allow_private,
+            resolved: Mutex::default(),
         }
+    }
+
+    fn refuse(&self, addrs: &[SocketAddr], uri: &ureq::http::Uri) -> Result<(), ureq::Error> {
+        if !self.allow_private && addrs.iter().any(|a| is_forbidden(a.ip())) {
+            // Recorded on the delivery attempt, which the store can read: no address in it.
+            return Err(ureq::Error::Other(
+                format!(
+                    "refused: {} is or resolves to a loopback, private, link-local or reserved address",
+                    uri.host().unwrap_or_default(),
+                )
+                .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The address a URI names literally (`http://203.0.113.9:8080/`): nothing to look up.
+    fn literal(&self, uri: &ureq::http::Uri) -> Option<ResolvedSocketAddrs> {
+        let host = uri.host()?;
+        let ip: IpAddr = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host)
+            .parse()
+            .ok()?;
+        let port = uri.port_u16().or_else(|| match uri.scheme_str() {
+            Some("http") => Some(80),
+            Some("https") => Some(443),
+            _ => None,
+        })?;
+        let mut addrs = self.empty();
+        addrs.push(SocketAddr::new(ip, port));
+        Some(addrs)
     }
 }
 
@@ -123,16 +173,32 @@ impl Resolver for GuardedResolver {
         config: &ureq::config::Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        if let Some(addrs) = self.literal(uri) {
+            self.refuse(&addrs, uri)?;
+            return Ok(addrs);
+        }
+        let key = uri.authority().map(ureq::http::uri::Authority::as_str);
+        let https = uri.scheme_str() == Some("https");
+        let now = Instant::now();
+        let lock = || self.resolved.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = key
+            && let Some((was_https, at, addrs)) = lock().get(key)
+            && *was_https == https
+            && now.duration_since(*at) < RESOLVED_FOR
+        {
+            return Ok(addrs.clone());
+        }
         let addrs = self.inner.resolve(uri, config, timeout)?;
-        if !self.allow_private && addrs.iter().any(|a| is_forbidden(a.ip())) {
-            // Recorded on the delivery attempt, which the store can read: no address in it.
-            return Err(ureq::Error::Other(
-                format!(
-                    "refused: {} is or resolves to a loopback, private, link-local or reserved address",
-                    uri.host().unwrap_or_default(),
-                )
-                .into(),
-            ));
+        self.refuse(&addrs, uri)?;
+        if let Some(key) = key {
+            let mut kept = lock();
+            if kept.len() >= RESOLVED_MAX {
+                kept.retain(|_, (_, at, _)| now.duration_since(*at) < RESOLVED_FOR / 2);
+                if kept.len() >= RESOLVED_MAX {
+                    kept.clear();
+                }
+            }
+            kept.insert(key.to_owned(), (https, now, addrs.clone()));
         }
         Ok(addrs)
     }
@@ -183,5 +249,58 @@ mod tests {
         assert!(parse_url("ftp://example.com/").is_err());
         assert!(parse_url("/relative").is_err());
         assert!(parse_url("http://").is_err());
+    }
+
+    fn timeout() -> NextTimeout {
+        NextTimeout {
+            after: ureq::unversioned::transport::time::Duration::from_secs(5),
+            reason: ureq::Timeout::Resolve,
+            per_read: None,
+            per_write: None,
+        }
+    }
+
+    /// An address written in the URL is checked as it is, with no lookup; a name is looked
+    /// up, and only an answer the guard let through is kept for the next delivery.
+    #[test]
+    fn the_guard_checks_every_answer_and_keeps_only_those_it_allowed() {
+        let config = ureq::Agent::config_builder().build();
+        let guarded = GuardedResolver::new(false);
+        let open = GuardedResolver::new(true);
+        for (url, addr) in [
+            ("http://127.0.0.1:9/hook", "127.0.0.1:9"),
+            ("https://[::1]/hook", "[::1]:443"),
+            ("http://10.0.0.7/", "10.0.0.7:80"),
+        ] {
+            let uri: ureq::http::Uri = url.parse().unwrap();
+            let e = guarded.resolve(&uri, &config, timeout()).unwrap_err();
+            assert!(e.to_string().contains("refused"), "{url}: {e}");
+            let addrs = open.resolve(&uri, &config, timeout()).unwrap();
+            assert_eq!(&addrs[..], &[addr.parse::<SocketAddr>().unwrap()], "{url}");
+        }
+        let public: ureq::http::Uri = "https://93.184.215.14/hook".parse().unwrap();
+        let addrs = guarded.resolve(&public, &config, timeout()).unwrap();
+        assert_eq!(
+            &addrs[..],
+            &["93.184.215.14:443".parse::<SocketAddr>().unwrap()]
+        );
+        assert!(
+            guarded.resolved.lock().unwrap().is_empty(),
+            "literals need no lookup"
+        );
+
+        let name: ureq::http::Uri = "http://localhost:9/hook".parse().unwrap();
+        let e = guarded.resolve(&name, &config, timeout()).unwrap_err();
+        assert!(e.to_string().contains("refused: localhost"), "{e}");
+        assert!(
+            guarded.resolved.lock().unwrap().is_empty(),
+            "a refused answer is not kept"
+        );
+        assert!(open.resolve(&name, &config, timeout()).is_ok());
+        assert!(open.resolved.lock().unwrap().contains_key("localhost:9"));
+        assert!(
+            guarded.resolve(&name, &config, timeout()).is_err(),
+            "each resolver keeps its own answers"
+        );
     }
 }

@@ -1131,3 +1131,49 @@ async fn only_the_first_4_kib_of_an_answer_is_kept() {
     assert_eq!(kept.len(), 4096, "4 KiB of a 64 KiB answer");
     assert!(kept.starts_with("éé"));
 }
+
+/// Issue 22: deliveries to one receiver go over kept-alive connections, pooled per host (one
+/// when they come one at a time, at most the per-webhook limit in a burst), each signed and
+/// each recorded as an attempt with its job done.
+#[tokio::test]
+async fn deliveries_to_one_receiver_reuse_kept_alive_connections() {
+    let app = spawn_app().await;
+    let (token, store) = owner(&app, "a@example.com").await;
+    let rx = Receiver::start().await;
+    let hook = create_hook(&app, &token, &store, &rx.url, json!(["orders.created"])).await;
+    let (id, secret) = (
+        hook["id"].as_str().unwrap(),
+        hook["secret"].as_str().unwrap(),
+    );
+    for i in 1..=5 {
+        emit(&app, Some(&store), "orders.created", json!({"i": i})).await;
+        rx.wait_for(i).await;
+    }
+    for i in 0..40 {
+        emit(&app, Some(&store), "orders.created", json!({"burst": i})).await;
+    }
+    let hits = rx.wait_for(45).await;
+    let peers = |h: &[crate::support::Hit]| {
+        h.iter()
+            .map(|h| h.peer)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    };
+    assert_eq!(peers(&hits[..5]), 1, "one connection, kept alive");
+    assert!(peers(&hits) <= 8, "at most one per request in flight");
+    for h in &hits {
+        assert_signed(h, secret, "orders.created");
+    }
+    let list = attempts(&app, &token, &store, id, 45).await;
+    assert_eq!(list.len(), 45);
+    assert!(
+        list.iter()
+            .all(|a| a["status"] == "succeeded" && a["attempt"] == 1)
+    );
+    wait_until("every delivery job to be done", || async {
+        app.count("SELECT COUNT(*) FROM jobs WHERE kind = 'webhook_delivery' AND state <> 'done'")
+            .await
+            == 0
+    })
+    .await;
+}

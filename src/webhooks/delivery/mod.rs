@@ -1,15 +1,22 @@
 //! The delivery dispatcher: claims due `webhooks` jobs lane by lane (a lane is one receiving
 //! webhook) so that no receiver has more than `webhook_endpoint_concurrency` requests in
 //! flight and all of them together no more than `webhook_concurrency`, and runs each as a
-//! task (`attempt`): sent with ureq on the blocking pool (`client`, `signing`), then the
-//! attempt recorded and the job settled in one transaction. The SQL is in `webhooks::store`.
+//! task (`attempt`): sent with ureq on the blocking pool (`client`, `signing`).
+//!
+//! One write per round (issue 22): a round records the attempts that ended since the last
+//! one (each attempt row with its job's settlement), claims what the freed slots allow and
+//! reads what the claimed deliveries send, all in one transaction of the writer, instead of
+//! a claim, a read and a settling write per delivery. An attempt that ended is only known
+//! once that write commits: if the process dies first, its lease runs out and it is recorded
+//! as interrupted and sent again (at least once, as for a crash mid-request). The SQL is in
+//! `webhooks::store`.
 
 mod attempt;
 mod client;
 mod signing;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -23,6 +30,11 @@ use crate::error::AppError;
 use crate::ids::WebhookId;
 use crate::jobs::worker::{self, Claimed};
 use crate::state::AppState;
+use attempt::{Ended, Work};
+use signing::Signer;
+
+/// Most signers kept (one per webhook delivered to); past it they are made again.
+const SIGNERS_MAX: usize = 4096;
 
 /// The shared HTTP client and the count of requests in flight, per lane and in all.
 #[derive(Clone)]
@@ -34,6 +46,15 @@ pub struct Dispatcher {
     flight: Arc<Mutex<Flight>>,
     /// Signalled when a delivery finishes, so the dispatcher can use the freed slot.
     freed: Arc<Notify>,
+    /// Attempts that ended, for the next round's write to record.
+    ended: Arc<Mutex<Vec<Ended>>>,
+    /// Each webhook's signer, with the sealed secret it was opened from: unsealing and
+    /// keying once per secret, not per attempt. A new secret does not match and is opened.
+    signers: Arc<Mutex<HashMap<WebhookId, (Vec<u8>, Arc<Signer>)>>>,
+    /// The operator's platform webhook's signer.
+    platform_signer: Option<Arc<Signer>>,
+    /// `webhook_attempts_total` by outcome, registered once.
+    counters: Arc<OnceLock<attempt::Counters>>,
 }
 
 #[derive(Default)]
@@ -51,7 +72,45 @@ impl Dispatcher {
             platform_agent: client::agent(cfg, true),
             flight: Arc::new(Mutex::new(Flight::default())),
             freed: Arc::new(Notify::new()),
+            ended: Arc::default(),
+            signers: Arc::default(),
+            platform_signer: cfg
+                .platform_webhook
+                .as_ref()
+                .map(|p| Arc::new(Signer::new(&p.secret))),
+            counters: Arc::default(),
         }
+    }
+
+    /// The signer of a webhook's secret as sealed in `sealed`; None when this data
+    /// directory's key cannot unseal it.
+    fn signer(&self, st: &AppState, webhook_id: WebhookId, sealed: &[u8]) -> Option<Arc<Signer>> {
+        let lock = || self.signers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((known, signer)) = lock().get(&webhook_id)
+            && known.as_slice() == sealed
+        {
+            return Some(signer.clone());
+        }
+        let secret = st.secret_box.open_sealed(sealed, &webhook_id.to_string())?;
+        let signer = Arc::new(Signer::new(&secret));
+        let mut signers = lock();
+        if signers.len() >= SIGNERS_MAX {
+            signers.clear();
+        }
+        signers.insert(webhook_id, (sealed.to_vec(), signer.clone()));
+        Some(signer)
+    }
+
+    /// Hands an ended attempt to the next round's write.
+    fn ended(&self, e: Ended) {
+        self.ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(e);
+    }
+
+    fn take_ended(&self) -> Vec<Ended> {
+        std::mem::take(&mut *self.ended.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The agent for a store's webhook, or (None) for the platform webhook.
@@ -113,11 +172,12 @@ pub async fn run(st: AppState, shutdown: CancellationToken) {
             flying.remove(&task_id(&ended));
         }
 
-        let next_due = match claim_round(&st).await {
+        let next_due = match round(&st).await {
             Ok((claimed, next_due)) => {
                 let any = !claimed.is_empty();
-                for c in claimed {
-                    let task = tasks.spawn(attempt::deliver(st.clone(), c.clone()));
+                for w in claimed {
+                    let c = w.claim.clone();
+                    let task = tasks.spawn(attempt::deliver(st.clone(), w));
                     flying.insert(task.id(), c);
                 }
                 if any {
@@ -146,26 +206,30 @@ pub async fn run(st: AppState, shutdown: CancellationToken) {
             flying.remove(&task_id(&ended));
         }
     };
-    if tokio::time::timeout(st.cfg.shutdown_drain(), finish)
+    let drained = tokio::time::timeout(st.cfg.shutdown_drain(), finish)
         .await
-        .is_ok()
-    {
-        return;
-    }
-    // The request itself runs on a blocking thread until its own timeout; its answer is
-    // no longer awaited, and the receiver may see the delivery again after the restart.
-    tasks.abort_all();
-    while let Some(ended) = tasks.join_next_with_id().await {
-        if ended.is_ok() {
-            flying.remove(&task_id(&ended));
+        .is_ok();
+    if !drained {
+        // The request itself runs on a blocking thread until its own timeout; its answer is
+        // no longer awaited, and the receiver may see the delivery again after the restart.
+        tasks.abort_all();
+        while let Some(ended) = tasks.join_next_with_id().await {
+            if ended.is_ok() {
+                flying.remove(&task_id(&ended));
+            }
         }
     }
     let left: Vec<Claimed> = flying.into_values().collect();
+    let ended = d.take_ended();
     let (n, now) = (left.len(), st.clock.now());
-    // A delivery that settled before it was dropped is no longer running: left alone.
+    // The attempts that ended are recorded first: a delivery settled so is no longer
+    // running, and putting it back leaves it alone.
     let put_back = st
         .db
         .write_to_finish(move |tx| {
+            for e in &ended {
+                attempt::settle(tx, e)?;
+            }
             for c in &left {
                 worker::release(tx, c, now)?;
             }
@@ -173,11 +237,12 @@ pub async fn run(st: AppState, shutdown: CancellationToken) {
         })
         .await;
     match put_back {
-        Ok(()) => tracing::info!(
+        Ok(()) if n > 0 => tracing::info!(
             deliveries = n,
             "shutting down: deliveries in flight put back for the next start"
         ),
-        // Their lease runs out and they are taken again then.
+        Ok(()) => {}
+        // Their lease runs out and they are taken again then (an ended attempt too).
         Err(e) => tracing::warn!(error = ?e, "shutting down: deliveries could not be put back"),
     }
 }
@@ -189,92 +254,124 @@ fn task_id<T>(ended: &Result<(tokio::task::Id, T), tokio::task::JoinError>) -> t
     }
 }
 
-/// Claims what the free slots allow, lane by lane; also says when the next queued job is
-/// due, so the dispatcher can sleep until then.
-async fn claim_round(st: &AppState) -> Result<(Vec<Claimed>, Option<DateTime<Utc>>), AppError> {
+/// One round: records the attempts that ended, then claims what the free slots allow, lane
+/// by lane, and reads what each claimed delivery sends, in one write. Also says when the
+/// next queued job is due, so the dispatcher can sleep until then.
+async fn round(st: &AppState) -> Result<(Vec<Work>, Option<DateTime<Utc>>), AppError> {
     let d = st.webhooks.clone();
     let (per_lane, all) = (
         st.cfg.webhook_endpoint_concurrency,
         st.cfg.webhook_concurrency,
     );
+    let ended = d.take_ended();
     let (busy, free, turn) = {
         let f = d.flight();
         (f.lanes.clone(), all.saturating_sub(f.total), f.turn)
     };
-    if free == 0 {
+    if free == 0 && ended.is_empty() {
         return Ok((Vec::new(), None));
     }
     let (now, lease) = (st.clock.now(), lease(&st.cfg));
-    let (claimed, next_due, lanes) = st
+    let recorded = ended.len();
+    // Never refused for a full queue: it records attempts already made.
+    let result = st
         .db
-        .write(move |tx| {
-            // Attempts whose dispatcher died mid-request (kill -9): recorded as interrupted,
-            // then tried again, or failed if that was the last one.
-            let (mut claimed, dead) = worker::claim_expired(tx, WEBHOOK_QUEUE, now, lease, free)?;
-            let interrupted = Outcome {
-                error: Some("interrupted: the server stopped during this attempt".into()),
-                ..Outcome::default()
-            };
-            let again = claimed.iter().map(|c| (c, "pending", Some(now)));
-            for (c, status, next) in again.chain(dead.iter().map(|c| (c, "failed", None))) {
-                if let Some(WebhookDelivery {
-                    event_id,
-                    webhook_id,
-                    ..
-                }) = c.read::<WebhookDelivery>()
-                {
-                    store::record_attempt(
-                        tx,
-                        webhook_id,
-                        event_id,
-                        status,
-                        &interrupted,
-                        now,
-                        next,
-                    )?;
-                }
+        .write_to_finish(move |tx| {
+            for e in &ended {
+                attempt::settle(tx, e)?;
             }
-            let mut lanes = store::queued_lanes(tx)?;
-            let n = lanes.len().max(1);
-            lanes.rotate_left(turn % n);
-            let mut next_due: Option<DateTime<Utc>> = None;
-            let mut taken: HashMap<String, usize> = HashMap::new();
-            for c in &claimed {
-                *taken.entry(c.lane.clone().unwrap_or_default()).or_default() += 1;
+            if free == 0 {
+                return Ok((Vec::new(), None, None));
             }
-            for (lane, due) in &lanes {
-                let room = free.saturating_sub(claimed.len());
-                if room == 0 {
-                    break;
-                }
-                if *due > now {
-                    next_due = Some(next_due.map_or(*due, |t| t.min(*due)));
-                    continue;
-                }
-                let used =
-                    busy.get(lane).copied().unwrap_or(0) + taken.get(lane).copied().unwrap_or(0);
-                let cap = per_lane.saturating_sub(used).min(room);
-                if cap > 0 {
-                    claimed.extend(worker::claim_lane(
-                        tx,
-                        WEBHOOK_QUEUE,
-                        lane,
-                        now,
-                        lease,
-                        cap,
-                    )?);
-                }
-            }
-            Ok((claimed, next_due, lanes.len()))
+            let (claimed, next_due, lanes) = claim(tx, now, lease, free, per_lane, &busy, turn)?;
+            Ok((attempt::load(tx, claimed)?, next_due, Some(lanes)))
         })
-        .await?;
+        .await;
+    let (work, next_due, lanes) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            if recorded > 0 {
+                // Still running in the queue: their leases run out and they are tried again.
+                tracing::error!(
+                    attempts = recorded,
+                    "webhook attempts could not be recorded"
+                );
+            }
+            return Err(e);
+        }
+    };
     let mut f = d.flight();
-    f.turn = f.turn.wrapping_add(1) % lanes.max(1);
-    for c in &claimed {
+    if let Some(lanes) = lanes {
+        f.turn = f.turn.wrapping_add(1) % lanes.max(1);
+    }
+    for w in &work {
         f.total += 1;
         *f.lanes
-            .entry(c.lane.clone().unwrap_or_default())
+            .entry(w.claim.lane.clone().unwrap_or_default())
             .or_default() += 1;
     }
-    Ok((claimed, next_due))
+    Ok((work, next_due))
+}
+
+/// Claims up to `free` due deliveries, lane by lane, at most `per_lane` in flight per lane
+/// (`busy` are in flight already), starting at lane `turn`. Returns them, when the next
+/// queued one is due, and how many lanes have queued deliveries.
+fn claim(
+    tx: &crate::db::Tx<'_>,
+    now: DateTime<Utc>,
+    lease: Duration,
+    free: usize,
+    per_lane: usize,
+    busy: &HashMap<String, usize>,
+    turn: usize,
+) -> Result<(Vec<Claimed>, Option<DateTime<Utc>>, usize), AppError> {
+    // Attempts whose dispatcher died mid-request (kill -9): recorded as interrupted,
+    // then tried again, or failed if that was the last one.
+    let (mut claimed, dead) = worker::claim_expired(tx, WEBHOOK_QUEUE, now, lease, free)?;
+    let interrupted = Outcome {
+        error: Some("interrupted: the server stopped during this attempt".into()),
+        ..Outcome::default()
+    };
+    let again = claimed.iter().map(|c| (c, "pending", Some(now)));
+    for (c, status, next) in again.chain(dead.iter().map(|c| (c, "failed", None))) {
+        if let Some(WebhookDelivery {
+            event_id,
+            webhook_id,
+            ..
+        }) = c.read::<WebhookDelivery>()
+        {
+            store::record_attempt(tx, webhook_id, event_id, status, &interrupted, now, next)?;
+        }
+    }
+    let mut lanes = store::queued_lanes(tx)?;
+    let n = lanes.len().max(1);
+    lanes.rotate_left(turn % n);
+    let mut next_due: Option<DateTime<Utc>> = None;
+    let mut taken: HashMap<String, usize> = HashMap::new();
+    for c in &claimed {
+        *taken.entry(c.lane.clone().unwrap_or_default()).or_default() += 1;
+    }
+    for (lane, due) in &lanes {
+        let room = free.saturating_sub(claimed.len());
+        if room == 0 {
+            break;
+        }
+        if *due > now {
+            next_due = Some(next_due.map_or(*due, |t| t.min(*due)));
+            continue;
+        }
+        let used = busy.get(lane).copied().unwrap_or(0) + taken.get(lane).copied().unwrap_or(0);
+        let cap = per_lane.saturating_sub(used).min(room);
+        if cap > 0 {
+            claimed.extend(worker::claim_lane(
+                tx,
+                WEBHOOK_QUEUE,
+                lane,
+                now,
+                lease,
+                cap,
+            )?);
+        }
+    }
+    Ok((claimed, next_due, lanes.len()))
 }

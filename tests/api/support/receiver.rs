@@ -25,6 +25,8 @@ pub struct Hit {
     pub path: String,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The sender's address: one per connection it opened.
+    pub peer: std::net::SocketAddr,
 }
 
 impl Hit {
@@ -68,6 +70,7 @@ pub struct Receiver {
 
 async fn receive(
     State(inner): State<Arc<Inner>>,
+    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<std::net::SocketAddr>,
     uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
@@ -77,6 +80,7 @@ async fn receive(
         path,
         headers,
         body,
+        peer,
     });
     let now = inner.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     inner.most_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -103,6 +107,7 @@ impl Receiver {
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, app).await });
         Self {
             url: format!("{base}/hook"),
