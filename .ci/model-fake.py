@@ -1,8 +1,10 @@
 """A local language model for .ci/openapi-check: an OpenAI-compatible
 `POST /v1/chat/completions` that streams its answer as Chat Completions chunks (what the
 assistant's provider client reads, as tests/api/support/model.rs fakes it). The assistant's
-turns get a short text; a brand-system generation gets the current system back, which is a
-valid answer. Nothing leaves the machine. Prints its port on the first line."""
+turns look a product up and propose adding a unit of its first variant's stock (so the run
+has proposals to approve, decline and undo), then answer with a short text; a brand-system
+generation gets the current system back, which is a valid answer. Nothing leaves the
+machine. Prints its port on the first line."""
 import http.server
 import json
 
@@ -19,6 +21,48 @@ def answer(request):
         if start >= 0 and end > start:
             return user[start:end]
     return "Done. (An answer from the check's local model.)"
+
+
+def first_variant(value):
+    """The id of the first variant in a tool's result (JSON text), if any."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, dict):
+        for v in value.get("variants") or []:
+            if isinstance(v, dict) and v.get("id"):
+                return v["id"]
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            found = first_variant(v) if isinstance(v, (dict, list)) else None
+            if found:
+                return found
+    return None
+
+
+def tool_call(request):
+    """The next tool an assistant turn calls: a product search, then a stock proposal for
+    the first variant found; None once proposed (or when the tools are not offered)."""
+    messages = request.get("messages") or []
+    offered = {(t.get("function") or {}).get("name") for t in request.get("tools") or []}
+    if not {"search_products", "adjust_stock"} <= offered:
+        return None
+    called = [(c.get("function") or {}).get("name")
+              for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+    if "adjust_stock" in called:
+        return None
+    if "search_products" not in called:
+        return "search_products", {"query": ""}
+    for m in reversed(messages):
+        if m.get("role") == "tool":
+            variant = first_variant(m.get("content"))
+            if variant:
+                return "adjust_stock", {"variant_id": variant, "delta": 1,
+                                        "reason": "A delivery from the supplier"}
+    return None
 
 
 def chunk(delta, finish=None):
@@ -39,14 +83,23 @@ class Model(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         try:
-            text = answer(json.loads(body))
+            request = json.loads(body)
+            call = tool_call(request)
+            text = answer(request)
         except ValueError:
             self.send_error(400)
             return
-        # Streamed in two pieces, as real servers stream deltas.
-        half = len(text) // 2
-        out = chunk({"role": "assistant", "content": text[:half]}) + chunk({"content": text[half:]})
-        out += chunk({}, "stop") + b"data: [DONE]\n\n"
+        if call:
+            name, args = call
+            out = chunk({"role": "assistant", "tool_calls": [{
+                "index": 0, "id": f"call_fake_{name}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)}}]})
+            out += chunk({}, "tool_calls") + b"data: [DONE]\n\n"
+        else:
+            # Streamed in two pieces, as real servers stream deltas.
+            half = len(text) // 2
+            out = chunk({"role": "assistant", "content": text[:half]}) + chunk({"content": text[half:]})
+            out += chunk({}, "stop") + b"data: [DONE]\n\n"
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("content-length", str(len(out)))

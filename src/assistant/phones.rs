@@ -25,7 +25,8 @@ const ATTEMPTS: i64 = 5;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhoneIn {
-    /// E.164: `+`, country code and number (8 to 15 digits).
+    /// E.164: `+`, country code and number (8 to 15 digits, the first not 0).
+    #[schema(pattern = r"^\+[1-9][0-9]{7,14}$")]
     pub phone_e164: String,
 }
 

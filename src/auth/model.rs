@@ -75,8 +75,12 @@ impl rusqlite::types::FromSql for Locale {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterIn {
+    /// An e-mail address (at most 254 characters); compared case-insensitively.
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
-    /// At least 8 characters, at most 256 bytes.
+    /// At least 8 characters, at most 256 bytes (`maxLength` counts characters: a password
+    /// of multi-byte characters can be refused below it).
+    #[schema(min_length = 8, max_length = 256)]
     pub password: String,
 }
 
@@ -148,6 +152,8 @@ pub struct MePatch {
 #[serde(deny_unknown_fields)]
 pub struct PasswordIn {
     pub current_password: String,
+    /// At least 8 characters, at most 256 bytes, as at registration.
+    #[schema(min_length = 8, max_length = 256)]
     pub new_password: String,
 }
 
@@ -247,7 +253,8 @@ pub struct RecoveryVerifyIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MsgappEnableIn {
-    /// The phone in E.164 form, e.g. +5511987654321.
+    /// The phone in E.164 form, e.g. +5511987654321: `+` and 8 to 15 digits, the first not 0.
+    #[schema(pattern = r"^\+[1-9][0-9]{7,14}$")]
     pub phone_e164: String,
     /// The account password; needed when the session signed in more than 10 minutes ago.
     pub password: Option<String>,

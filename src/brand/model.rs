@@ -9,10 +9,33 @@ use utoipa::ToSchema;
 /// Any JSON values: the spec does not fix the elements' shape.
 pub type Items = Vec<Value>;
 
-/// The schema of [`Items`]: an array of anything (utoipa would say objects).
+/// The schema of [`Items`]: an array of anything (utoipa would say objects), at most
+/// [`MAX_ITEMS`](super::system::MAX_ITEMS) long.
 fn any_items() -> utoipa::openapi::schema::Array {
-    use utoipa::openapi::schema::{Array, ObjectBuilder, SchemaType};
-    Array::new(ObjectBuilder::new().schema_type(SchemaType::AnyValue))
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType};
+    ArrayBuilder::new()
+        .items(ObjectBuilder::new().schema_type(SchemaType::AnyValue))
+        .max_items(Some(super::system::MAX_ITEMS))
+        .build()
+}
+
+/// A string that is one of `values`.
+fn one_of(values: &[&str]) -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values.iter().copied()))
+        .build()
+}
+
+/// The schema of `email.button_shape`.
+fn button_shapes() -> utoipa::openapi::schema::Object {
+    one_of(super::system::BUTTON_SHAPES)
+}
+
+/// The schema of `typography.heading_transform`.
+fn heading_transforms() -> utoipa::openapi::schema::Object {
+    one_of(super::system::HEADING_TRANSFORMS)
 }
 
 /// A nullable field that must still be sent (serde would take a missing `Option` as null).
@@ -35,6 +58,7 @@ pub struct BrandSystem {
     pub email: Email,
     pub footer: Footer,
     /// The brand guide in Markdown.
+    #[schema(max_length = 100000)]
     pub guide_md: String,
     pub iconography: Iconography,
     pub identity: Identity,
@@ -46,6 +70,7 @@ pub struct BrandSystem {
     #[schema(schema_with = any_items)]
     pub radii: Items,
     /// The shape's version: 1.
+    #[schema(minimum = 1, maximum = 1)]
     pub schema_version: i32,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
@@ -62,15 +87,28 @@ pub struct BrandSystem {
 pub struct Assets {
     /// http(s) URL or null.
     #[serde(deserialize_with = "nullable")]
+    #[schema(
+        max_length = 2048,
+        pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+    )]
     pub favicon_url: Option<String>,
     #[serde(deserialize_with = "nullable")]
+    #[schema(
+        max_length = 2048,
+        pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+    )]
     pub logo_url: Option<String>,
     #[serde(deserialize_with = "nullable")]
+    #[schema(
+        max_length = 2048,
+        pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+    )]
     pub logo_dark_url: Option<String>,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
     pub images: Items,
     /// Pixels, 1 to 2,000.
+    #[schema(minimum = 1, maximum = 2000)]
     pub logo_width: i32,
 }
 
@@ -166,16 +204,21 @@ pub struct Effects {
 #[serde(deny_unknown_fields)]
 pub struct Email {
     /// `square`, `rounded` or `pill`.
+    #[schema(schema_with = button_shapes)]
     pub button_shape: String,
     /// Pixels, 320 to 1,200.
+    #[schema(minimum = 320, maximum = 1200)]
     pub width: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Footer {
+    #[schema(max_length = 2000)]
     pub address: String,
+    #[schema(max_length = 2000)]
     pub company: String,
+    #[schema(max_length = 2000)]
     pub extra: String,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
@@ -188,22 +231,33 @@ pub struct Iconography {
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
     pub glyphs: Items,
+    #[schema(max_length = 2000)]
     pub notes: String,
+    #[schema(max_length = 2000)]
     pub set: String,
+    #[schema(max_length = 2000)]
     pub stroke: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Identity {
+    #[schema(max_length = 2000)]
     pub audience: String,
     /// The brand's name, 1 to 120 characters.
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: String,
+    #[schema(max_length = 2000)]
     pub origin: String,
+    #[schema(max_length = 2000)]
     pub since: String,
+    #[schema(max_length = 10000)]
     pub story: String,
+    #[schema(max_length = 2000)]
     pub tagline: String,
+    #[schema(max_length = 2000)]
     pub wordmark: String,
+    #[schema(max_length = 2000)]
     pub wordmark_rules: String,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
@@ -216,7 +270,9 @@ pub struct Imagery {
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
     pub avoid: Items,
+    #[schema(max_length = 64)]
     pub frame_radius: String,
+    #[schema(max_length = 2000)]
     pub style: String,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
@@ -230,8 +286,11 @@ pub struct Imagery {
 #[serde(deny_unknown_fields)]
 pub struct Spacing {
     /// Pixels, 1 to 64.
+    #[schema(minimum = 1, maximum = 64)]
     pub base_px: i32,
+    #[schema(max_length = 64)]
     pub container_max: String,
+    #[schema(max_length = 64)]
     pub gutters: String,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
@@ -245,6 +304,7 @@ pub struct Spacing {
 #[serde(deny_unknown_fields)]
 pub struct Typography {
     /// Pixels, 8 to 48.
+    #[schema(minimum = 8, maximum = 48)]
     pub base_size_px: i32,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
@@ -253,8 +313,10 @@ pub struct Typography {
     #[schema(schema_with = any_items)]
     pub font_sources: Items,
     /// A CSS `text-transform`: `none`, `uppercase`, `lowercase` or `capitalize`.
+    #[schema(schema_with = heading_transforms)]
     pub heading_transform: String,
     /// 100 to 900, in hundreds.
+    #[schema(minimum = 100, maximum = 900, multiple_of = 100)]
     pub heading_weight: i32,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
@@ -283,14 +345,18 @@ pub struct Voice {
     #[schema(schema_with = any_items)]
     pub conventions: Items,
     #[schema(value_type = Vec<Object>)]
+    #[schema(schema_with = any_items)]
     pub r#do: Items,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
     pub dont: Items,
     pub emoji: bool,
     /// A language tag such as `pt-BR`.
+    #[schema(pattern = r"^[A-Za-z0-9-]{2,35}$")]
     pub language: String,
+    #[schema(max_length = 64)]
     pub person: String,
+    #[schema(max_length = 2000)]
     pub signoff: String,
     #[schema(value_type = Vec<Object>)]
     #[schema(schema_with = any_items)]
@@ -306,8 +372,10 @@ pub struct Voice {
 pub struct BrandSystemIn {
     pub system: BrandSystem,
     /// What was asked for, at most 4,000 characters.
+    #[schema(max_length = 4000)]
     pub prompt: Option<String>,
     /// What changed, at most 500 characters.
+    #[schema(max_length = 500)]
     pub summary: Option<String>,
 }
 
@@ -316,6 +384,7 @@ pub struct BrandSystemIn {
 #[serde(deny_unknown_fields)]
 pub struct GenerateIn {
     /// What the new system should be, 1 to 4,000 characters.
+    #[schema(min_length = 1, max_length = 4000, pattern = r"\S")]
     pub prompt: String,
 }
 

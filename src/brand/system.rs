@@ -14,9 +14,13 @@ use crate::error::AppError;
 /// The shape version this server reads and writes.
 pub const SCHEMA_VERSION: i32 = 1;
 /// The most items any of the system's arrays may hold.
-const MAX_ITEMS: usize = 200;
+pub const MAX_ITEMS: usize = 200;
 /// The most characters of an ordinary text field.
 const MAX_TEXT: usize = 2_000;
+/// `email.button_shape`'s values.
+pub const BUTTON_SHAPES: &[&str] = &["square", "rounded", "pill"];
+/// `typography.heading_transform`'s values.
+pub const HEADING_TRANSFORMS: &[&str] = &["none", "uppercase", "lowercase", "capitalize"];
 /// The largest system, as JSON.
 pub const MAX_BYTES: usize = 256 * 1024;
 
@@ -110,11 +114,7 @@ pub fn check(s: &BrandSystem) -> Result<(), AppError> {
     ] {
         p.items(&format!("effects.{name}"), v);
     }
-    p.one_of(
-        "email.button_shape",
-        &s.email.button_shape,
-        &["square", "rounded", "pill"],
-    );
+    p.one_of("email.button_shape", &s.email.button_shape, BUTTON_SHAPES);
     p.range("email.width", s.email.width, 320, 1200);
     let f = &s.footer;
     p.text("footer.address", &f.address, 0, MAX_TEXT);
@@ -161,7 +161,7 @@ pub fn check(s: &BrandSystem) -> Result<(), AppError> {
     p.one_of(
         "typography.heading_transform",
         &t.heading_transform,
-        &["none", "uppercase", "lowercase", "capitalize"],
+        HEADING_TRANSFORMS,
     );
     if t.heading_weight % 100 != 0 {
         p.add(

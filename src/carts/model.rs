@@ -113,6 +113,7 @@ pub struct ConversationCartIn {
 pub struct CartLineIn {
     pub variant_id: VariantId,
     /// 1 to 10000: the line's quantity.
+    #[schema(minimum = 1, maximum = 10_000)]
     pub quantity: i64,
 }
 
@@ -120,6 +121,8 @@ pub struct CartLineIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CartLinesIn {
+    /// Up to 100 lines, each variant once.
+    #[schema(max_items = 100)]
     pub items: Vec<CartLineIn>,
 }
 

@@ -60,6 +60,23 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
+/// A response body of raw bytes (a file): `type: string, format: binary`, what OpenAPI
+/// tools read as a file. (`Vec<u8>` would be described as an array of integers, which a
+/// client would try, and fail, to parse.)
+pub struct Binary;
+
+impl utoipa::PartialSchema for Binary {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Binary {}
+
 /// Gives every path of `root` a `servers: [{url: "/"}]` override and adds it to `doc`.
 pub fn merge_root_paths(doc: &mut utoipa::openapi::OpenApi, root: utoipa::openapi::OpenApi) {
     for (path, mut item) in root.paths.paths {
@@ -161,6 +178,7 @@ pub fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
     name_unions(&mut doc);
     drop_object_defaults(&mut doc);
     add_links(&mut doc, &ops);
+    add_flow_links(&mut doc);
     super::openapi_examples::add(&mut doc);
     doc
 }
@@ -588,14 +606,372 @@ fn add_links(doc: &mut Value, ops: &[(String, String)]) {
                     );
                 }
             }
-            links.insert(
-                pascal(&op_id),
-                json!({"operationId": op_id, "parameters": parameters}),
-            );
+            let mut link = link_to(doc, target, target_method, &op_id);
+            link["parameters"] = Value::Object(parameters);
+            links.insert(pascal(&op_id), link);
         }
         if !links.is_empty() {
             doc["paths"][path.as_str()]["post"]["responses"]["201"]["links"] = Value::Object(links);
         }
+    }
+}
+
+/// A link's target: by `operationId`, or by `operationRef` where two operations of `doc`
+/// share the id (the inbox's and the assistant's `get_conversation`, say), which a client
+/// would otherwise resolve to whichever comes first.
+fn link_to(doc: &Value, path: &str, method: &str, op_id: &str) -> Value {
+    let sharing = operations(doc)
+        .iter()
+        .filter(|(p, m)| doc["paths"][p.as_str()][m.as_str()]["operationId"] == op_id)
+        .count();
+    if sharing > 1 {
+        let escaped = path.replace('~', "~0").replace('/', "~1");
+        json!({"operationRef": format!("#/paths/{escaped}/{method}")})
+    } else {
+        json!({"operationId": op_id})
+    }
+}
+
+/// A link the create rule of [`add_links`] cannot find: the next step of a flow takes what
+/// the previous one answered (or was sent) in its body or under another path.
+struct Flow {
+    /// The operation (path, method) and the status whose response carries the link.
+    from: (&'static str, &'static str, &'static str),
+    /// The target operation (path, method).
+    to: (&'static str, &'static str),
+    /// `name` (or `header.Name`) to a runtime expression, for the target's parameters.
+    parameters: &'static [(&'static str, &'static str)],
+    /// Body fields of the target to a runtime expression (merged into the body).
+    body: &'static [(&'static str, &'static str)],
+}
+
+/// The flows, each a step a client takes with what the one before handed it.
+const FLOWS: &[Flow] = &[
+    // A new account signs in with what it registered; a session renews with its refresh token.
+    Flow {
+        from: ("/auth/register", "post", "201"),
+        to: ("/auth/login", "post"),
+        parameters: &[],
+        body: &[
+            ("email", "$request.body#/email"),
+            ("password", "$request.body#/password"),
+        ],
+    },
+    Flow {
+        from: ("/auth/login", "post", "200"),
+        to: ("/auth/refresh", "post"),
+        parameters: &[],
+        body: &[("refresh_token", "$response.body#/refresh_token")],
+    },
+    Flow {
+        from: ("/auth/refresh", "post", "200"),
+        to: ("/auth/refresh", "post"),
+        parameters: &[],
+        body: &[("refresh_token", "$response.body#/refresh_token")],
+    },
+    // What a create hands out, in the body of the create that refers to it.
+    Flow {
+        from: ("/stores/{store_id}/customers", "post", "201"),
+        to: ("/stores/{store_id}/orders", "post"),
+        parameters: STORE,
+        body: &[("customer_id", "$response.body#/id")],
+    },
+    Flow {
+        from: ("/stores/{store_id}/customers", "post", "201"),
+        to: ("/stores/{store_id}/orders/manual", "post"),
+        parameters: STORE,
+        body: &[("customer_id", "$response.body#/id")],
+    },
+    Flow {
+        from: ("/stores/{store_id}/suppliers", "post", "201"),
+        to: ("/stores/{store_id}/purchase-orders", "post"),
+        parameters: STORE,
+        body: &[("supplier_id", "$response.body#/id")],
+    },
+    Flow {
+        from: ("/stores/{store_id}/products", "post", "201"),
+        to: ("/stores/{store_id}/reviews", "post"),
+        parameters: STORE,
+        body: &[("product_id", "$response.body#/id")],
+    },
+    // A page's saved version is one to restore.
+    Flow {
+        from: ("/stores/{store_id}/pages/{page_id}", "patch", "200"),
+        to: (
+            "/stores/{store_id}/pages/{page_id}/versions/{version}/restore",
+            "post",
+        ),
+        parameters: &[
+            ("store_id", "$request.path.store_id"),
+            ("page_id", "$request.path.page_id"),
+            ("version", "$response.body#/version"),
+        ],
+        body: &[],
+    },
+    // A published workflow runs, pauses and resumes, and its version can be restored.
+    Flow {
+        from: (
+            "/stores/{store_id}/workflows/{workflow_id}/publish",
+            "post",
+            "200",
+        ),
+        to: ("/stores/{store_id}/workflows/{workflow_id}/run", "post"),
+        parameters: WORKFLOW,
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/stores/{store_id}/workflows/{workflow_id}/publish",
+            "post",
+            "200",
+        ),
+        to: ("/stores/{store_id}/workflows/{workflow_id}/pause", "post"),
+        parameters: WORKFLOW,
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/stores/{store_id}/workflows/{workflow_id}/publish",
+            "post",
+            "200",
+        ),
+        to: (
+            "/stores/{store_id}/workflows/{workflow_id}/versions/{version}/restore",
+            "post",
+        ),
+        parameters: &[
+            ("store_id", "$request.path.store_id"),
+            ("workflow_id", "$request.path.workflow_id"),
+            ("version", "$response.body#/version"),
+        ],
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/stores/{store_id}/workflows/{workflow_id}/pause",
+            "post",
+            "200",
+        ),
+        to: ("/stores/{store_id}/workflows/{workflow_id}/resume", "post"),
+        parameters: WORKFLOW,
+        body: &[],
+    },
+    // A test event makes a delivery; a listed delivery can be sent again.
+    Flow {
+        from: (
+            "/stores/{store_id}/webhooks/{webhook_id}/test",
+            "post",
+            "202",
+        ),
+        to: ("/stores/{store_id}/webhooks/{webhook_id}/deliveries", "get"),
+        parameters: WEBHOOK,
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/stores/{store_id}/webhooks/{webhook_id}/deliveries",
+            "get",
+            "200",
+        ),
+        to: (
+            "/stores/{store_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry",
+            "post",
+        ),
+        parameters: &[
+            ("store_id", "$request.path.store_id"),
+            ("webhook_id", "$request.path.webhook_id"),
+            ("delivery_id", "$response.body#/data/0/id"),
+        ],
+        body: &[],
+    },
+    // The assistant's newest conversation, its pending proposals, the actions taken.
+    Flow {
+        from: ("/stores/{store_id}/assistant/conversations", "get", "200"),
+        to: (
+            "/stores/{store_id}/assistant/conversations/{conversation_id}",
+            "get",
+        ),
+        parameters: &[
+            ("store_id", "$request.path.store_id"),
+            ("conversation_id", "$response.body#/data/0/id"),
+        ],
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/stores/{store_id}/assistant/conversations/{conversation_id}",
+            "get",
+            "200",
+        ),
+        to: (
+            "/stores/{store_id}/assistant/proposals/{proposal_id}/approve",
+            "post",
+        ),
+        parameters: PROPOSAL,
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/stores/{store_id}/assistant/conversations/{conversation_id}",
+            "get",
+            "200",
+        ),
+        to: (
+            "/stores/{store_id}/assistant/proposals/{proposal_id}/decline",
+            "post",
+        ),
+        parameters: PROPOSAL,
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/stores/{store_id}/assistant/conversations/{conversation_id}",
+            "get",
+            "200",
+        ),
+        to: ("/assistant/proposals/{proposal_id}/approve", "post"),
+        parameters: &[("proposal_id", "$response.body#/pending_proposals/0/id")],
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/stores/{store_id}/assistant/conversations/{conversation_id}",
+            "get",
+            "200",
+        ),
+        to: ("/assistant/proposals/{proposal_id}/decline", "post"),
+        parameters: &[("proposal_id", "$response.body#/pending_proposals/0/id")],
+        body: &[],
+    },
+    Flow {
+        from: ("/stores/{store_id}/assistant/actions", "get", "200"),
+        to: (
+            "/stores/{store_id}/assistant/actions/{action_id}/undo",
+            "post",
+        ),
+        parameters: &[
+            ("store_id", "$request.path.store_id"),
+            ("action_id", "$response.body#/data/0/id"),
+        ],
+        body: &[],
+    },
+    // A storefront cart with items gets a contact, then is checked out, with its token.
+    Flow {
+        from: ("/storefront-api/{key}/carts/{cart_id}/items", "post", "200"),
+        to: ("/storefront-api/{key}/carts/{cart_id}/customer", "put"),
+        parameters: CART,
+        body: &[],
+    },
+    Flow {
+        from: ("/storefront-api/{key}/carts/{cart_id}/items", "post", "200"),
+        to: ("/storefront-api/{key}/carts/{cart_id}/checkout", "post"),
+        parameters: CART,
+        body: &[],
+    },
+    Flow {
+        from: ("/storefront-api/{key}/carts/{cart_id}/items", "post", "200"),
+        to: (
+            "/storefront-api/{key}/carts/{cart_id}/items/{variant_id}",
+            "patch",
+        ),
+        parameters: CART_LINE,
+        body: &[],
+    },
+    Flow {
+        from: ("/storefront-api/{key}/carts/{cart_id}/items", "post", "200"),
+        to: (
+            "/storefront-api/{key}/carts/{cart_id}/items/{variant_id}",
+            "delete",
+        ),
+        parameters: CART_LINE,
+        body: &[],
+    },
+    Flow {
+        from: (
+            "/storefront-api/{key}/carts/{cart_id}/customer",
+            "put",
+            "200",
+        ),
+        to: ("/storefront-api/{key}/carts/{cart_id}/checkout", "post"),
+        parameters: CART,
+        body: &[],
+    },
+];
+
+const STORE: &[(&str, &str)] = &[("store_id", "$request.path.store_id")];
+const WORKFLOW: &[(&str, &str)] = &[
+    ("store_id", "$request.path.store_id"),
+    ("workflow_id", "$request.path.workflow_id"),
+];
+const PROPOSAL: &[(&str, &str)] = &[
+    ("store_id", "$request.path.store_id"),
+    ("proposal_id", "$response.body#/pending_proposals/0/id"),
+];
+const WEBHOOK: &[(&str, &str)] = &[
+    ("store_id", "$request.path.store_id"),
+    ("webhook_id", "$request.path.webhook_id"),
+];
+const CART_LINE: &[(&str, &str)] = &[
+    ("key", "$request.path.key"),
+    ("cart_id", "$request.path.cart_id"),
+    ("variant_id", "$request.body#/variant_id"),
+    ("header.X-Cart-Token", "$request.header.X-Cart-Token"),
+];
+const CART: &[(&str, &str)] = &[
+    ("key", "$request.path.key"),
+    ("cart_id", "$request.path.cart_id"),
+    ("header.X-Cart-Token", "$request.header.X-Cart-Token"),
+];
+
+/// Adds the [`FLOWS`] whose two ends the document has (the storefront document has none
+/// of the admin's).
+fn add_flow_links(doc: &mut Value) {
+    for flow in FLOWS {
+        let (path, method, status) = flow.from;
+        let (to_path, to_method) = flow.to;
+        let Some(to_id) = doc["paths"]
+            .get(to_path)
+            .and_then(|item| item[to_method]["operationId"].as_str())
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        let mut link = link_to(doc, to_path, to_method, &to_id);
+        let Some(response) = doc
+            .pointer_mut(&format!(
+                "/paths/{}/{method}/responses/{status}",
+                path.replace('~', "~0").replace('/', "~1")
+            ))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        if !flow.parameters.is_empty() {
+            link["parameters"] = flow
+                .parameters
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
+                .collect::<Map<_, _>>()
+                .into();
+        }
+        if !flow.body.is_empty() {
+            link["requestBody"] = flow
+                .body
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
+                .collect::<Map<_, _>>()
+                .into();
+        }
+        let links = response
+            .entry("links")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .expect("links is an object");
+        let mut name = pascal(&to_id);
+        while links.contains_key(&name) {
+            name.push('_');
+        }
+        links.insert(name, link);
     }
 }
 

@@ -41,7 +41,8 @@ pub const SEND_BODY_LIMIT: usize = MAX_FILES * MAX_FILE_BYTES + 256 * 1024;
     reason = "documents the multipart form; read by MessageBody"
 )]
 pub struct MessageUpload {
-    /// May be empty when files are attached.
+    /// May be empty when files are attached; at most 4,096 characters.
+    #[schema(max_length = 4096)]
     pub text: Option<String>,
     /// Any number of file parts up to 4 (each with a file name), 16 MiB each.
     #[schema(value_type = Vec<String>, format = Binary)]
@@ -184,7 +185,7 @@ fn shown_inline(mime: &str) -> bool {
     params(("store_id" = StoreId, Path), ("conversation_id" = ConversationId, Path),
            ("message_id" = MessageId, Path), ("index" = i64, Path)),
     responses((status = 200, description = "The file, with its media type",
-               content_type = "application/octet-stream", body = Vec<u8>),
+               content_type = "application/octet-stream", body = inline(crate::http::openapi::Binary)),
               (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
               (status = 404, body = ErrorBody)))]
 pub async fn get_attachment(

@@ -309,6 +309,8 @@ impl MessageOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageIn {
+    /// 1 to 4,096 characters, not blank (422 `empty_message`, `message_too_long`).
+    #[schema(min_length = 1, max_length = 4096, pattern = r"\S")]
     pub text: String,
 }
 
@@ -352,6 +354,8 @@ pub struct NoteOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoteIn {
+    /// 1 to 4,096 characters, not blank.
+    #[schema(min_length = 1, max_length = 4096, pattern = r"\S")]
     pub text: String,
 }
 

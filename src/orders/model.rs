@@ -92,8 +92,11 @@ impl OrderStatus {
 pub struct OrderItemIn {
     pub variant_id: VariantId,
     /// 1 to 10000.
+    #[schema(minimum = 1, maximum = 10_000)]
     pub quantity: i64,
-    /// Manual orders only: the price to charge instead of the variant's.
+    /// Manual orders only (elsewhere 422): the price to charge instead of the variant's,
+    /// 0 to 10^12 cents.
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_i64)]
     pub unit_price_cents: Option<i64>,
 }
 
@@ -102,11 +105,16 @@ pub struct OrderItemIn {
 pub struct OrderIn {
     pub customer_id: CustomerId,
     /// 1 to 100 lines, each variant once.
+    #[schema(min_items = 1, max_items = 100)]
     pub items: Vec<OrderItemIn>,
-    /// Default 0.
+    /// Default 0; 0 to 10^12 cents.
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_i64)]
     pub shipping_cents: Option<i64>,
     /// Default 0; at most subtotal plus shipping.
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_i64)]
     pub discount_cents: Option<i64>,
+    /// Up to 5,000 characters.
+    #[schema(max_length = 5000)]
     pub note: Option<String>,
 }
 
@@ -115,6 +123,8 @@ pub struct OrderIn {
 pub struct OrderPatch {
     /// One of the order's `allowed_status_transitions`.
     pub status: Option<OrderStatus>,
+    /// Up to 5,000 characters.
+    #[schema(max_length = 5000)]
     pub note: Option<String>,
 }
 
@@ -188,7 +198,10 @@ pub struct OrderFilter {
 #[serde(deny_unknown_fields)]
 pub struct RefundIn {
     /// At least 1, at most the refundable balance.
+    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
     pub amount_cents: i64,
+    /// Up to 500 characters.
+    #[schema(max_length = 500)]
     pub reason: Option<String>,
 }
 

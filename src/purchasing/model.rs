@@ -24,12 +24,15 @@ pub struct SupplierOut {
 #[serde(deny_unknown_fields)]
 pub struct SupplierIn {
     /// 1 to 255 characters.
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: String,
     pub email: Option<String>,
     pub phone: Option<String>,
     /// Up to 255 characters.
+    #[schema(max_length = 255)]
     pub contact_name: Option<String>,
     /// Up to 5,000 characters.
+    #[schema(max_length = 5000)]
     pub notes: Option<String>,
 }
 
@@ -37,6 +40,7 @@ pub struct SupplierIn {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SupplierPatch {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
@@ -45,10 +49,10 @@ pub struct SupplierPatch {
     #[schema(value_type = Option<String>)]
     pub phone: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub contact_name: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 5000)]
     pub notes: Option<Option<String>>,
 }
 
@@ -122,8 +126,10 @@ pub struct PurchaseOrderOut {
 pub struct PurchaseOrderItemIn {
     pub variant_id: VariantId,
     /// 1 to 1,000,000 units.
+    #[schema(minimum = 1, maximum = 1_000_000)]
     pub quantity: i64,
     /// 0 to 100,000,000 cents.
+    #[schema(minimum = 0, maximum = 100_000_000)]
     pub unit_cost_cents: i64,
 }
 
@@ -132,10 +138,13 @@ pub struct PurchaseOrderItemIn {
 pub struct PurchaseOrderIn {
     pub supplier_id: SupplierId,
     /// 1 to 250 lines, one per variant of the store.
+    #[schema(min_items = 1, max_items = 250)]
     pub items: Vec<PurchaseOrderItemIn>,
     /// RFC 3339 timestamp.
+    #[schema(format = DateTime)]
     pub expected_at: Option<String>,
     /// Up to 5,000 characters.
+    #[schema(max_length = 5000)]
     pub note: Option<String>,
 }
 
@@ -144,12 +153,13 @@ pub struct PurchaseOrderIn {
 #[serde(deny_unknown_fields)]
 pub struct PurchaseOrderPatch {
     pub supplier_id: Option<SupplierId>,
+    #[schema(min_items = 1, max_items = 250)]
     pub items: Option<Vec<PurchaseOrderItemIn>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub expected_at: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 5000)]
     pub note: Option<Option<String>>,
 }
 
@@ -158,6 +168,7 @@ pub struct PurchaseOrderPatch {
 pub struct ReceiveItemIn {
     pub variant_id: VariantId,
     /// 1 or more units, at most what is left to receive on the line.
+    #[schema(minimum = 1, maximum = 1_000_000)]
     pub quantity: i64,
 }
 
@@ -165,6 +176,7 @@ pub struct ReceiveItemIn {
 #[serde(deny_unknown_fields)]
 pub struct ReceiveIn {
     /// 1 to 250 lines of the order, each variant once.
+    #[schema(min_items = 1, max_items = 250)]
     pub items: Vec<ReceiveItemIn>,
 }
 

@@ -58,6 +58,7 @@ pub struct ReviewIn {
     pub order_id: Option<OrderId>,
     #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub author_name: String,
+    #[schema(format = Email, max_length = 254)]
     pub author_email: String,
     #[schema(max_length = 255)]
     pub title: String,

@@ -114,7 +114,8 @@ pub struct StorefrontReview {
 #[serde(deny_unknown_fields)]
 pub struct CartItemIn {
     pub variant_id: VariantId,
-    /// 1 to 10000, added to the line's quantity.
+    /// 1 to 10000, added to the line's quantity (which holds at most 10000).
+    #[schema(minimum = 1, maximum = 10_000)]
     pub quantity: i64,
 }
 
@@ -122,6 +123,7 @@ pub struct CartItemIn {
 #[serde(deny_unknown_fields)]
 pub struct CartItemPatch {
     /// 1 to 10000: the line's new quantity (remove a line with DELETE).
+    #[schema(minimum = 1, maximum = 10_000)]
     pub quantity: i64,
 }
 
@@ -129,7 +131,12 @@ pub struct CartItemPatch {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CartCustomerIn {
+    /// An e-mail address, or `""` to clear it.
+    #[schema(max_length = 254, pattern = r"^$|^[^@\s]+@[^@\s.]+(\.[^@\s.]+)+$")]
     pub email: Option<String>,
+    /// 6 to 15 digits, an optional leading `+` (the API also takes the separators ` -().`
+    /// between digits), or `""` to clear it.
+    #[schema(pattern = r"^$|^\+?[0-9]{6,15}$")]
     pub phone: Option<String>,
 }
 
@@ -137,6 +144,7 @@ pub struct CartCustomerIn {
 #[serde(deny_unknown_fields)]
 pub struct CheckoutIn {
     /// A note for the store (at most 5,000 characters).
+    #[schema(max_length = 5000)]
     pub note: Option<String>,
 }
 

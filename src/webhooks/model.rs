@@ -4,7 +4,32 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::events::Event;
 use crate::ids::{AttemptId, EventId, StoreId, WebhookId};
+
+/// The schema of an event name a store webhook may subscribe to: the catalog's names
+/// ([`Event::ALL`]) less the platform's, the set `check_events` accepts, as an enum.
+pub struct StoreEventName;
+
+impl utoipa::PartialSchema for StoreEventName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let names = Event::ALL
+            .iter()
+            .filter(|e| !e.is_platform())
+            .map(|e| e.as_str());
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(names))
+            .into()
+    }
+}
+
+impl ToSchema for StoreEventName {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("StoreEventName")
+    }
+}
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +49,7 @@ pub struct WebhookIn {
     /// Default true.
     pub is_active: Option<bool>,
     /// Event names to subscribe to (see the catalog); default none.
+    #[schema(value_type = Option<Vec<StoreEventName>>)]
     pub events: Option<Vec<String>>,
 }
 
@@ -98,6 +124,7 @@ pub struct SubscriptionOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventsIn {
+    #[schema(value_type = Vec<StoreEventName>)]
     pub events: Vec<String>,
 }
 
@@ -105,6 +132,7 @@ pub struct EventsIn {
 #[serde(deny_unknown_fields)]
 pub struct RootEventsIn {
     pub webhook_id: WebhookId,
+    #[schema(value_type = Vec<StoreEventName>)]
     pub events: Vec<String>,
 }
 
@@ -120,6 +148,8 @@ pub struct RootWebhookQuery {
 #[into_params(parameter_in = Query)]
 pub struct RootUnsubscribe {
     pub webhook_id: WebhookId,
+    #[param(value_type = StoreEventName)]
+    #[schema(value_type = StoreEventName)]
     pub event: String,
 }
 

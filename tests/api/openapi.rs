@@ -515,3 +515,244 @@ async fn every_operation_has_a_plain_one_line_summary() {
         }
     }
 }
+
+/// The schema at a JSON pointer of a document's components, references followed.
+fn component<'a>(doc: &'a serde_json::Value, pointer: &str) -> &'a serde_json::Value {
+    let mut v = doc["components"]["schemas"]
+        .pointer(pointer)
+        .unwrap_or_else(|| panic!("components/schemas{pointer}"));
+    while let Some(r) = v["$ref"].as_str() {
+        v = doc
+            .pointer(r.trim_start_matches('#'))
+            .unwrap_or_else(|| panic!("{r} resolves"));
+    }
+    v
+}
+
+/// Issue 21: input schemas carry the limits the handlers enforce, from the same constants
+/// and tables, so a body the document allows is one the API can take: event names and
+/// scopes are the catalog's, counts and bounds the handlers' own.
+#[tokio::test]
+async fn input_schemas_carry_what_the_handlers_check() {
+    use merchant_admin::events::Event;
+    use merchant_admin::http::permissions::Permission;
+    let docs = both_documents().await;
+    let doc = &docs[0].1;
+
+    // A store webhook subscribes to the catalog's events, less the platform's.
+    let events = component(doc, "/WebhookIn/properties/events/items");
+    let store_events: Vec<&str> = Event::ALL
+        .iter()
+        .filter(|e| !e.is_platform())
+        .map(|e| e.as_str())
+        .collect();
+    assert_eq!(events["enum"], serde_json::json!(store_events), "{events}");
+    assert!(!store_events.contains(&Event::UserCreated.as_str()));
+    let scopes = component(doc, "/TokenIn/properties/scopes");
+    assert_eq!(scopes["minItems"], 1, "{scopes}");
+    let codes = component(doc, "/TokenIn/properties/scopes/items")["enum"].clone();
+    let mut want = vec!["*"];
+    want.extend(Permission::ALL.iter().map(|p| p.code()));
+    assert_eq!(codes, serde_json::json!(want));
+
+    // Counts and bounds.
+    let po_items = component(doc, "/PurchaseOrderIn/properties/items");
+    assert_eq!(
+        po_items["maxItems"].as_u64(),
+        Some(merchant_admin::purchasing::writes::MAX_ITEMS as u64),
+        "{po_items}"
+    );
+    let line = component(doc, "/CartLineIn/properties/quantity");
+    assert_eq!(
+        line["maximum"].as_i64(),
+        Some(merchant_admin::carts::writes::MAX_QUANTITY),
+        "{line}"
+    );
+    let cart = component(doc, "/CartLinesIn/properties/items");
+    assert_eq!(
+        cart["maxItems"].as_u64(),
+        Some(merchant_admin::carts::writes::MAX_LINES as u64),
+        "{cart}"
+    );
+    let quantity = component(doc, "/OrderItemIn/properties/quantity");
+    assert_eq!(
+        (quantity["minimum"].as_i64(), quantity["maximum"].as_i64()),
+        (Some(1), Some(10_000)),
+        "{quantity}"
+    );
+    let phone = component(doc, "/PhoneIn/properties/phone_e164");
+    assert_eq!(phone["pattern"], r"^\+[1-9][0-9]{7,14}$", "{phone}");
+    let password = component(doc, "/RegisterIn/properties/password");
+    assert_eq!(password["minLength"], 8, "{password}");
+    let text = component(doc, "/MessageIn/properties/text");
+    assert_eq!(
+        text["maxLength"].as_u64(),
+        Some(merchant_admin::inbox::conversations::MAX_MESSAGE_CHARS as u64),
+        "{text}"
+    );
+
+    // The brand system's values: its enums and array bounds are the checks' own tables.
+    let system = merchant_admin::brand::system::BUTTON_SHAPES;
+    let shape = component(doc, "/Email/properties/button_shape");
+    assert_eq!(shape["enum"], serde_json::json!(system), "{shape}");
+    let transform = component(doc, "/Typography/properties/heading_transform");
+    assert_eq!(
+        transform["enum"],
+        serde_json::json!(merchant_admin::brand::system::HEADING_TRANSFORMS),
+        "{transform}"
+    );
+    let dos = component(doc, "/Voice/properties/do");
+    assert_eq!(
+        dos["maxItems"].as_u64(),
+        Some(merchant_admin::brand::system::MAX_ITEMS as u64),
+        "{dos}"
+    );
+    let weight = component(doc, "/Typography/properties/heading_weight");
+    assert_eq!(weight["multipleOf"].as_f64(), Some(100.0), "{weight}");
+
+    // A file is bytes, not an array of numbers.
+    let file = &doc["paths"]["/stores/{store_id}/conversations/{conversation_id}/messages/{message_id}/attachments/{index}"]
+        ["get"]["responses"]["200"]["content"]["application/octet-stream"]["schema"];
+    assert_eq!(
+        (file["type"].as_str(), file["format"].as_str()),
+        (Some("string"), Some("binary")),
+        "{file}"
+    );
+}
+
+/// Links beyond create-to-child: each step of a flow hands the next what it needs (a
+/// registered account signs in; a session renews; a delivery is retried; a cart is checked
+/// out with its token), so a client or a stateful fuzzer can walk the flow.
+#[tokio::test]
+async fn flows_link_each_step_to_the_next() {
+    let docs = both_documents().await;
+    let link = |path: &str, method: &str, status: &str, to: &str| -> serde_json::Value {
+        let links = &doc_of(&docs, path)["paths"][path][method]["responses"][status]["links"];
+        links
+            .as_object()
+            .and_then(|l| l.values().find(|l| l["operationId"] == to))
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} {path} {status} links to {to}: {links}"))
+    };
+    let login = link("/auth/register", "post", "201", "login");
+    assert_eq!(login["requestBody"]["email"], "$request.body#/email");
+    assert_eq!(login["requestBody"]["password"], "$request.body#/password");
+    let refresh = link("/auth/login", "post", "200", "refresh");
+    assert_eq!(
+        refresh["requestBody"]["refresh_token"],
+        "$response.body#/refresh_token"
+    );
+    let retry = link(
+        "/stores/{store_id}/webhooks/{webhook_id}/deliveries",
+        "get",
+        "200",
+        "retry_delivery",
+    );
+    assert_eq!(
+        retry["parameters"]["delivery_id"],
+        "$response.body#/data/0/id"
+    );
+    assert_eq!(
+        retry["parameters"]["webhook_id"],
+        "$request.path.webhook_id"
+    );
+    let order = link(
+        "/stores/{store_id}/suppliers",
+        "post",
+        "201",
+        "create_purchase_order",
+    );
+    assert_eq!(order["requestBody"]["supplier_id"], "$response.body#/id");
+    let checkout = link(
+        "/storefront-api/{key}/carts/{cart_id}/customer",
+        "put",
+        "200",
+        "checkout",
+    );
+    assert_eq!(
+        checkout["parameters"]["header.X-Cart-Token"],
+        "$request.header.X-Cart-Token"
+    );
+    // The inbox and the assistant both have a `get_conversation`: the assistant's list links
+    // to its own by reference, and a conversation's pending proposal to its approval.
+    let admin = doc_of(&docs, "/stores/{store_id}/assistant/conversations");
+    let links = &admin["paths"]["/stores/{store_id}/assistant/conversations"]["get"]["responses"]["200"]
+        ["links"];
+    let own = "#/paths/~1stores~1{store_id}~1assistant~1conversations~1{conversation_id}/get";
+    assert!(
+        links
+            .as_object()
+            .is_some_and(|l| l.values().any(|l| l["operationRef"] == own)),
+        "{links}"
+    );
+    let approve = link(
+        "/stores/{store_id}/assistant/conversations/{conversation_id}",
+        "get",
+        "200",
+        "approve",
+    );
+    assert_eq!(
+        approve["parameters"]["proposal_id"],
+        "$response.body#/pending_proposals/0/id"
+    );
+    // Every link names an operation of its own document, and every parameter it sets is one
+    // the target has.
+    for (_, doc) in &docs {
+        let ops = operations(doc);
+        for (path, method, op) in &ops {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let Some(links) = response["links"].as_object() else {
+                    continue;
+                };
+                for (name, l) in links {
+                    // By id, or (where two operations share one) by reference.
+                    let target = match l["operationRef"].as_str() {
+                        Some(r) => doc.pointer(r.trim_start_matches('#')),
+                        None => ops
+                            .iter()
+                            .find(|(_, _, o)| o["operationId"] == l["operationId"])
+                            .map(|(_, _, o)| o),
+                    };
+                    let target =
+                        target.unwrap_or_else(|| panic!("{method} {path} {status} {name}: {l}"));
+                    let to = &l["operationId"];
+                    // What it reads from the request is a parameter the source has.
+                    let reads = l["parameters"].as_object().into_iter().flatten();
+                    for (_, v) in reads {
+                        let v = v.as_str().unwrap_or_default();
+                        let read = [("$request.path.", "path"), ("$request.header.", "header")]
+                            .into_iter()
+                            .find_map(|(prefix, at)| Some((v.strip_prefix(prefix)?, at)));
+                        if let Some((p, at)) = read {
+                            let has = op["parameters"].as_array().is_some_and(|ps| {
+                                ps.iter().any(|x| x["name"] == p && x["in"] == at)
+                            });
+                            assert!(has, "{method} {path} {status} {name}: reads {v}");
+                        }
+                    }
+                    for p in l["parameters"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, _)| k)
+                    {
+                        let (at, p) = p.split_once('.').unwrap_or(("", p));
+                        let has = target["parameters"].as_array().is_some_and(|ps| {
+                            ps.iter()
+                                .any(|x| x["name"] == p && (at.is_empty() || x["in"] == at))
+                        });
+                        assert!(has, "{method} {path} {status} {name}: {to} has no {p}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The document (of `docs`) that has `path`.
+fn doc_of<'a>(docs: &'a [(&str, serde_json::Value)], path: &str) -> &'a serde_json::Value {
+    docs.iter()
+        .map(|(_, d)| d)
+        .find(|d| d["paths"][path].is_object())
+        .unwrap_or_else(|| panic!("a document has {path}"))
+}

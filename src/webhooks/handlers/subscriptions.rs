@@ -116,7 +116,7 @@ pub async fn subscribe(
 /// Unsubscribes the webhook from one event.
 #[utoipa::path(delete, path = "/stores/{store_id}/webhooks/{webhook_id}/events/{event}", tag = "webhooks",
     security(("bearer" = [])),
-    params(("store_id" = StoreId, Path), ("webhook_id" = WebhookId, Path), ("event" = String, Path)),
+    params(("store_id" = StoreId, Path), ("webhook_id" = WebhookId, Path), ("event" = inline(crate::webhooks::model::StoreEventName), Path)),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 pub async fn unsubscribe(
     State(st): State<AppState>,
