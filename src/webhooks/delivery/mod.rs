@@ -33,6 +33,13 @@ use crate::state::AppState;
 use attempt::{Ended, Work};
 use signing::Signer;
 
+/// Each webhook's sealed secret and the signer opened from it.
+type Signers = HashMap<WebhookId, (Vec<u8>, Arc<Signer>)>;
+
+/// A round's claims: the deliveries claimed, when the next queued one is due, and how many
+/// lanes have queued deliveries.
+type Claims = (Vec<Claimed>, Option<DateTime<Utc>>, usize);
+
 /// Most signers kept (one per webhook delivered to); past it they are made again.
 const SIGNERS_MAX: usize = 4096;
 
@@ -50,7 +57,7 @@ pub struct Dispatcher {
     ended: Arc<Mutex<Vec<Ended>>>,
     /// Each webhook's signer, with the sealed secret it was opened from: unsealing and
     /// keying once per secret, not per attempt. A new secret does not match and is opened.
-    signers: Arc<Mutex<HashMap<WebhookId, (Vec<u8>, Arc<Signer>)>>>,
+    signers: Arc<Mutex<Signers>>,
     /// The operator's platform webhook's signer.
     platform_signer: Option<Arc<Signer>>,
     /// `webhook_attempts_total` by outcome, registered once.
@@ -324,7 +331,7 @@ fn claim(
     per_lane: usize,
     busy: &HashMap<String, usize>,
     turn: usize,
-) -> Result<(Vec<Claimed>, Option<DateTime<Utc>>, usize), AppError> {
+) -> Result<Claims, AppError> {
     // Attempts whose dispatcher died mid-request (kill -9): recorded as interrupted,
     // then tried again, or failed if that was the last one.
     let (mut claimed, dead) = worker::claim_expired(tx, WEBHOOK_QUEUE, now, lease, free)?;
