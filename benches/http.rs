@@ -162,6 +162,16 @@ fn start_server(data_dir: &std::path::Path, model_base: &str) -> (Server, String
     (Server(child), base)
 }
 
+/// The 1, 5 and 15-minute load averages, printed beside figures taken on a shared machine.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A one-plan catalog with limits no phase reaches, written into the data directory.
 fn bench_plans(data_dir: &std::path::Path) -> std::path::PathBuf {
     let path = data_dir.join("bench-plans.toml");

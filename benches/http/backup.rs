@@ -31,15 +31,6 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     super::pct(sorted, p)
 }
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Migrates a fresh data directory and fills it to [`TARGET_BYTES`] with ballast.
 fn seed(dir: &Path) {
     let bin =
@@ -162,7 +153,7 @@ async fn without_backup(
     ));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let from = Instant::now();
-    let load_avg = load_average();
+    let load_avg = super::load_average();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     let to = Instant::now();
     stop.store(true, Ordering::Relaxed);
@@ -192,7 +183,7 @@ async fn with_backup(
         stop.clone(),
     ));
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let load_avg = load_average();
+    let load_avg = super::load_average();
     let bin =
         std::env::var("MERCHANT_ADMIN_BENCH_SERVER").unwrap_or_else(|_| super::BIN.to_owned());
     let mut cmd = Command::new(bin);

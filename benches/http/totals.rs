@@ -47,15 +47,6 @@ async fn post(client: &reqwest::Client, base: &str, token: &str, path: &str, bod
     r.json().await.unwrap_or(Value::Null)
 }
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Seeds `n` more orders and reviews into the store.
 async fn seed(client: &reqwest::Client, base: &str, token: &str, store: &str, n: i64) {
     let t = Instant::now();
@@ -70,7 +61,7 @@ async fn seed(client: &reqwest::Client, base: &str, token: &str, store: &str, n:
     println!(
         "    (seeded {n} more orders and reviews in {:.1} s; load {})",
         t.elapsed().as_secs_f64(),
-        load_average()
+        super::load_average()
     );
 }
 
@@ -124,7 +115,7 @@ fn measure(
         let rps = m.requests as f64 / m.elapsed.as_secs_f64();
         out.push((rps, super::pct(&m.latencies, 0.99)));
     }
-    println!("    (load {})", load_average());
+    println!("    (load {})", super::load_average());
     out
 }
 
