@@ -162,6 +162,19 @@ fn start_server(data_dir: &std::path::Path, model_base: &str) -> (Server, String
     (Server(child), base)
 }
 
+/// A POST with a bearer token that must succeed (setting up a phase); its JSON body.
+async fn post(client: &reqwest::Client, base: &str, token: &str, path: &str, body: Value) -> Value {
+    let r = client
+        .post(format!("{base}{path}"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{path}: {}", r.status());
+    r.json().await.unwrap_or(Value::Null)
+}
+
 /// The 1, 5 and 15-minute load averages, printed beside figures taken on a shared machine.
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -772,7 +785,7 @@ mod webhooks {
 mod admin {
     use std::time::Instant;
 
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::{Call, Scenario};
 
@@ -814,23 +827,7 @@ mod admin {
         WITH_WEBHOOK,
     ];
 
-    async fn post(
-        client: &reqwest::Client,
-        base: &str,
-        token: &str,
-        path: &str,
-        body: Value,
-    ) -> Value {
-        let r = client
-            .post(format!("{base}{path}"))
-            .bearer_auth(token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{path}: {}", r.status());
-        r.json().await.unwrap_or(Value::Null)
-    }
+    use super::post;
 
     /// A fresh store with a catalog, customers, a webhook on `orders.created`, and the
     /// 100,000 orders and reviews; returns the scenarios to run on it.
@@ -941,23 +938,7 @@ mod analytics {
 
     pub const SCENARIOS: [&str; 2] = ["analytics summary 90 days", "analytics top-products 90d"];
 
-    async fn post(
-        client: &reqwest::Client,
-        base: &str,
-        token: &str,
-        path: &str,
-        body: Value,
-    ) -> Value {
-        let r = client
-            .post(format!("{base}{path}"))
-            .bearer_auth(token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{path}: {}", r.status());
-        r.json().await.unwrap_or(Value::Null)
-    }
+    use super::post;
 
     pub async fn prepare(client: &reqwest::Client, base: &str, session: &str) -> Vec<Scenario> {
         let (store, token) = super::store_token(client, base, session, "Analytics").await;
@@ -1048,23 +1029,7 @@ mod storefront {
 
     pub const SCENARIOS: [&str; 2] = ["storefront products limit=50", "storefront cart add-item"];
 
-    async fn post(
-        client: &reqwest::Client,
-        base: &str,
-        token: &str,
-        path: &str,
-        body: Value,
-    ) -> Value {
-        let r = client
-            .post(format!("{base}{path}"))
-            .bearer_auth(token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{path}: {}", r.status());
-        r.json().await.unwrap_or(Value::Null)
-    }
+    use super::post;
 
     /// A fresh store with 1,000 active products and a chat channel; 64 open carts.
     pub async fn prepare(client: &reqwest::Client, base: &str, session: &str) -> Vec<Scenario> {

@@ -35,17 +35,7 @@ const LISTS: [(&str, &str); 8] = [
     ),
 ];
 
-async fn post(client: &reqwest::Client, base: &str, token: &str, path: &str, body: Value) -> Value {
-    let r = client
-        .post(format!("{base}{path}"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{path}: {}", r.status());
-    r.json().await.unwrap_or(Value::Null)
-}
+use super::post;
 
 /// Seeds `n` more orders and reviews into the store.
 async fn seed(client: &reqwest::Client, base: &str, token: &str, store: &str, n: i64) {
