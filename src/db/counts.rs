@@ -9,7 +9,7 @@
 use rusqlite::{Connection, OptionalExtension, Params, params};
 
 use crate::error::AppError;
-use crate::ids::StoreId;
+use crate::ids::{StoreId, TenantId};
 
 /// The most rows a total counts when no counter answers it.
 pub const CAP: i64 = 10_000;
@@ -28,6 +28,22 @@ pub fn get(c: &Connection, store: StoreId, list: &str, key: &str) -> Result<i64,
     .query_row(params![store, list, key], |r| r.get(0))
     .optional()?
     .unwrap_or(0))
+}
+
+/// The sum of a counter over every store of `tenant` (the plan's limits: an organization's
+/// products, its orders of one month).
+pub fn tenant_sum(
+    c: &Connection,
+    tenant: TenantId,
+    list: &str,
+    key: &str,
+) -> Result<i64, AppError> {
+    Ok(c.prepare_cached(
+        "SELECT COALESCE(SUM(n), 0) FROM stores s
+         JOIN list_counts lc ON lc.store_id = s.id AND lc.list = ?2 AND lc.key = ?3
+         WHERE s.tenant_id = ?1",
+    )?
+    .query_row(params![tenant, list, key], |r| r.get(0))?)
 }
 
 /// How many rows `rows` (a `SELECT 1 FROM .. WHERE ..` without LIMIT) yields, at most

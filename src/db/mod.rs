@@ -9,6 +9,11 @@
 //! - No SQLite call runs on an async worker thread: `read` and `write` hop to the database's
 //!   own threads (one per reader connection, one for the writer).
 //! - Every connection gets the same pragmas as it opens.
+//! - Checkpoints run on their own thread ([`CHECKPOINT_EVERY`]), not on the writer: copying
+//!   the log into the database file and its fsync held up every write queued behind them.
+//!   The writer checkpoints only as a backstop, once the log passes
+//!   [`WRITER_CHECKPOINT_PAGES`] (under a load that never pauses, the log can only start
+//!   over after a checkpoint that no commit overtakes).
 //! - Queries write their `LIMIT` into the SQL text (the value is ours, an integer): SQLite
 //!   plans around a bound `LIMIT ?` and so re-prepares the statement each time it is bound,
 //!   which was a tenth of a list request's CPU.
@@ -42,6 +47,14 @@ const READERS: u32 = 8;
 /// Reads (and, separately, writes) that may wait for a database thread before callers are
 /// answered 503 (`--db-queue-limit`).
 pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
+
+/// How often the checkpointer copies what was committed since its last look from the log
+/// into the database file (a passive checkpoint: it never holds the writer up).
+pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The log's size in pages past which the writer checkpoints after its commit itself (SQLite's
+/// default is 1,000 pages, about 4 MiB): at most about 16 MiB of log.
+const WRITER_CHECKPOINT_PAGES: i64 = 4096;
 
 /// How much of the database file each connection maps into memory.
 const MMAP_BYTES: i64 = 1 << 30;
@@ -182,6 +195,33 @@ pub fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     Ok(c)
 }
 
+/// Starts the checkpointer thread on its own connection: every [`CHECKPOINT_EVERY`], if the
+/// writer committed since its last look, a passive checkpoint. It ends once `commits` is
+/// dropped with the writer thread.
+fn start_checkpointer(conn: Connection, commits: std::sync::Weak<AtomicU64>) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name("db-checkpoint".into())
+        .spawn(move || {
+            let mut seen = 0;
+            loop {
+                std::thread::sleep(CHECKPOINT_EVERY);
+                let Some(now) = commits.upgrade().map(|c| c.load(Ordering::Relaxed)) else {
+                    return;
+                };
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                // Busy (another checkpoint running) or failed: the next look tries again, and
+                // the writer's backstop bounds the log meanwhile.
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::debug!(error = %e, "checkpoint did not run");
+                }
+            }
+        })?;
+    Ok(())
+}
+
 #[derive(Clone)]
 pub struct Db {
     writer: Arc<Mutex<Connection>>,
@@ -216,6 +256,16 @@ impl Db {
     pub fn open_with_queue(path: &Path, queue_limit: usize) -> anyhow::Result<Self> {
         let mut writer = open_connection(path)?;
         migrate::run(&mut writer)?;
+        writer.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES)?;
+        // Each write of a batch runs in a savepoint, whose journal SQLite keeps in memory only
+        // up to 64 KiB and then spills to a temporary file it creates, writes and deletes per
+        // batch: half the writer's system calls under load. Kept in memory, it is as large as
+        // what one batch changes.
+        writer.pragma_update(None, "temp_store", "MEMORY")?;
+        // Commits the writer made, for the checkpointer to look at. Only the writer thread
+        // holds it, so the checkpointer ends with the writer (when the last handle drops).
+        let commits = Arc::new(AtomicU64::new(0));
+        start_checkpointer(open_connection(path)?, Arc::downgrade(&commits))?;
 
         let job_inserted = Arc::new(AtomicBool::new(false));
         let credentials_touched = Arc::new(AtomicBool::new(false));
@@ -265,7 +315,10 @@ impl Db {
             {
                 let (jobs, touched) = (job_inserted.clone(), credentials_touched.clone());
                 let (epoch, ready) = (epoch.clone(), jobs_ready.clone());
-                move || Self::after_commit(&jobs, &touched, &epoch, &ready)
+                move || {
+                    commits.fetch_add(1, Ordering::Relaxed);
+                    Self::after_commit(&jobs, &touched, &epoch, &ready);
+                }
             },
         );
         Ok(Self {

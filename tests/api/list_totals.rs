@@ -325,6 +325,8 @@ async fn fresh_counts(shop: &Shop) -> BTreeMap<(String, String, String), i64> {
             GROUP BY store_id, status
         UNION ALL SELECT store_id, 'orders', 'customer_id:' || customer_id, COUNT(*) FROM orders
             WHERE customer_id IS NOT NULL GROUP BY store_id, customer_id
+        UNION ALL SELECT store_id, 'orders', 'month:' || substr(created_at, 1, 7), COUNT(*)
+            FROM orders GROUP BY store_id, substr(created_at, 1, 7)
         UNION ALL SELECT store_id, 'reviews', '', COUNT(*) FROM reviews GROUP BY store_id
         UNION ALL SELECT store_id, 'reviews', 'status:' || status, COUNT(*) FROM reviews
             GROUP BY store_id, status
