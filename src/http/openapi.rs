@@ -746,6 +746,24 @@ const FLOWS: &[Flow] = &[
         ],
         body: &[],
     },
+    // A run started by hand is read back.
+    Flow {
+        from: (
+            "/stores/{store_id}/workflows/{workflow_id}/run",
+            "post",
+            "201",
+        ),
+        to: (
+            "/stores/{store_id}/workflows/{workflow_id}/runs/{run_id}",
+            "get",
+        ),
+        parameters: &[
+            ("store_id", "$request.path.store_id"),
+            ("workflow_id", "$request.path.workflow_id"),
+            ("run_id", "$response.body#/id"),
+        ],
+        body: &[],
+    },
     Flow {
         from: (
             "/stores/{store_id}/workflows/{workflow_id}/pause",
