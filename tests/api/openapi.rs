@@ -937,3 +937,103 @@ async fn workflow_definitions_are_described_as_the_validator_checks_them() {
     run.expect(201);
     assert!(run.body["subject"].is_null(), "{}", run.text);
 }
+
+/// Issue 21: a body the document allows is one the operation takes. A product PATCH keeps a
+/// variant by `id` without `on_hand` (stock moves through adjustments) or adds one without
+/// `id`; only a manual order's lines set `unit_price_cents`.
+#[tokio::test]
+async fn each_operation_describes_the_lines_it_takes() {
+    let docs = both_documents().await;
+    let doc = &docs[0].1;
+    let props = |name: &str| -> Vec<String> {
+        let mut p: Vec<String> = component(doc, &format!("/{name}"))["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        p.sort();
+        p
+    };
+    let new = props("NewVariantIn");
+    assert!(
+        new.contains(&"on_hand".into()) && !new.contains(&"id".into()),
+        "{new:?}"
+    );
+    let change = props("VariantChangeIn");
+    assert!(
+        change.contains(&"id".into()) && !change.contains(&"on_hand".into()),
+        "{change:?}"
+    );
+    assert!(
+        component(doc, "/VariantChangeIn")["required"]
+            .as_array()
+            .unwrap()
+            .contains(&"id".into())
+    );
+    let patch = component(doc, "/ProductPatch/properties/variants/items");
+    assert_eq!(
+        component(doc, "/VariantPatchIn")["oneOf"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "{patch}"
+    );
+    let create = component(doc, "/ProductIn/properties/variants/items");
+    assert_eq!(
+        create["description"],
+        component(doc, "/NewVariantIn")["description"]
+    );
+
+    let body = |path: &str| {
+        doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        body("/stores/{store_id}/orders"),
+        "#/components/schemas/OrderIn"
+    );
+    assert_eq!(
+        body("/stores/{store_id}/orders/manual"),
+        "#/components/schemas/ManualOrderIn"
+    );
+    assert!(!props("OrderItemIn").contains(&"unit_price_cents".into()));
+    assert!(props("ManualOrderItemIn").contains(&"unit_price_cents".into()));
+    // Otherwise the two are the same body.
+    let mut plain = props("OrderItemIn");
+    plain.push("unit_price_cents".into());
+    plain.sort();
+    assert_eq!(plain, props("ManualOrderItemIn"));
+    assert_eq!(props("OrderIn"), props("ManualOrderIn"));
+
+    // What the schemas say is what the API does.
+    let app = spawn_app().await;
+    let (token, _) = app.member("owner@example.com").await;
+    let store = app.open_store(&token, "Org").await;
+    let products = format!("/v1/stores/{store}/products");
+    let made = app
+        .call(
+            post(),
+            &products,
+            &token,
+            Some(serde_json::json!({"title": "Mug", "variants": [
+                {"sku": "MUG-1", "price_cents": 1000, "on_hand": 3}]})),
+        )
+        .await;
+    made.expect(201);
+    let variant = made.body["variants"][0]["id"].clone();
+    let product = format!("{products}/{}", made.body["id"].as_str().unwrap());
+    let kept = serde_json::json!({"variants": [
+        {"id": variant, "sku": "MUG-1", "price_cents": 1200, "on_hand": 5}]});
+    app.call(crate::support::patch(), &product, &token, Some(kept))
+        .await
+        .expect_error(422, "validation_failed");
+    let kept = serde_json::json!({"variants": [
+        {"id": variant, "sku": "MUG-1", "price_cents": 1200},
+        {"sku": "MUG-2", "price_cents": 1300, "on_hand": 2}]});
+    app.call(crate::support::patch(), &product, &token, Some(kept))
+        .await
+        .expect(200);
+}
