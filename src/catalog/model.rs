@@ -216,12 +216,29 @@ pub struct ProductOut {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ProductFilter {
+    // Inline, as the inbox's sort: the parameter's enum is the product status's.
+    #[param(value_type = Option<ProductStatus>, inline)]
     pub status: Option<String>,
     pub category_id: Option<CategoryId>,
     /// Part of a title or SKU, case-insensitive.
     pub search: Option<String>,
     /// `created_at`, `updated_at` or `title`; `-` first for descending. Default `-created_at`.
+    #[param(schema_with = product_sorts)]
     pub sort: Option<String>,
+}
+
+/// The schema of the product list's `sort`: each of [`SORT_COLUMNS`](super::store::SORT_COLUMNS),
+/// ascending or (with `-`) descending.
+fn product_sorts() -> Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let sorts = super::store::SORT_COLUMNS
+        .iter()
+        .flat_map(|c| [(*c).to_owned(), format!("-{c}")]);
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(sorts))
+        .description(Some("`-` first for descending. Default `-created_at`."))
+        .build()
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

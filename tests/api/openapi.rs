@@ -1037,3 +1037,44 @@ async fn each_operation_describes_the_lines_it_takes() {
         .await
         .expect(200);
 }
+
+/// Issue 21: a query filter that takes a fixed set of values declares them (a value
+/// outside them is 422): the product list's `status` and `sort`, the summary's `interval`,
+/// the inbox's `assignee`.
+#[tokio::test]
+async fn query_filters_declare_the_values_they_take() {
+    let docs = both_documents().await;
+    let doc = &docs[0].1;
+    let schema = |path: &str, name: &str| doc_param(doc, path, name)["schema"].clone();
+    assert_eq!(
+        schema("/stores/{store_id}/products", "status")["enum"],
+        serde_json::json!(["draft", "active", "archived"])
+    );
+    let sorts = schema("/stores/{store_id}/products", "sort")["enum"].clone();
+    for column in merchant_admin::catalog::store::SORT_COLUMNS {
+        assert!(
+            sorts.as_array().unwrap().contains(&column.into()),
+            "{sorts}"
+        );
+        assert!(
+            sorts
+                .as_array()
+                .unwrap()
+                .contains(&format!("-{column}").into())
+        );
+    }
+    assert_eq!(
+        schema("/stores/{store_id}/analytics/summary", "interval")["enum"],
+        serde_json::json!(["day", "week", "month"])
+    );
+    assert_eq!(
+        schema("/stores/{store_id}/analytics/summary", "from")["format"],
+        "date"
+    );
+    let assignee = schema("/stores/{store_id}/conversations", "assignee");
+    assert_eq!(
+        assignee["oneOf"][0]["enum"],
+        serde_json::json!(["me", "none"]),
+        "{assignee}"
+    );
+}
