@@ -663,6 +663,17 @@ async fn flows_link_each_step_to_the_next() {
         "create_purchase_order",
     );
     assert_eq!(order["requestBody"]["supplier_id"], "$response.body#/id");
+    // A body template: a placed purchase order receives a unit of its first line.
+    let receive = link(
+        "/stores/{store_id}/purchase-orders/{purchase_order_id}/order",
+        "post",
+        "200",
+        "receive_purchase_order",
+    );
+    assert_eq!(
+        receive["requestBody"]["items"][0]["variant_id"],
+        "$response.body#/items/0/variant_id"
+    );
     let checkout = link(
         "/storefront-api/{key}/carts/{cart_id}/customer",
         "put",
@@ -1040,7 +1051,8 @@ async fn each_operation_describes_the_lines_it_takes() {
 
 /// Issue 21: a query filter that takes a fixed set of values declares them (a value
 /// outside them is 422): the product list's `status` and `sort`, the summary's `interval`,
-/// the inbox's `assignee`.
+/// the inbox's `assignee`; and so do bodies: notification kinds, a read's ids or all, a
+/// brand color.
 #[tokio::test]
 async fn query_filters_declare_the_values_they_take() {
     let docs = both_documents().await;
@@ -1071,6 +1083,17 @@ async fn query_filters_declare_the_values_they_take() {
         schema("/stores/{store_id}/analytics/summary", "from")["format"],
         "date"
     );
+    // Bodies, likewise: a preference names a notification kind; a read names ids or all.
+    let kinds = component(doc, "/PreferencesIn/properties/kinds/propertyNames");
+    let names: Vec<&str> = merchant_admin::notifications::model::Kind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(kinds["enum"], serde_json::json!(names), "{kinds}");
+    let read = component(doc, "/ReadIn");
+    assert_eq!(read["oneOf"].as_array().map(Vec::len), Some(2), "{read}");
+    let color = component(doc, "/ColorAliases/properties/action_primary");
+    assert_eq!(color["pattern"], "^#[0-9A-Fa-f]{6}$", "{color}");
     let assignee = schema("/stores/{store_id}/conversations", "assignee");
     assert_eq!(
         assignee["oneOf"][0]["enum"],
