@@ -1094,6 +1094,12 @@ async fn query_filters_declare_the_values_they_take() {
     assert_eq!(read["oneOf"].as_array().map(Vec::len), Some(2), "{read}");
     let color = component(doc, "/ColorAliases/properties/action_primary");
     assert_eq!(color["pattern"], "^#[0-9A-Fa-f]{6}$", "{color}");
+    let slug = &doc["paths"]["/docs/{slug}"]["get"]["parameters"][0]["schema"];
+    assert_eq!(
+        slug["enum"],
+        serde_json::json!(merchant_admin::docs::pages::SLUGS),
+        "{slug}"
+    );
     let assignee = schema("/stores/{store_id}/conversations", "assignee");
     assert_eq!(
         assignee["oneOf"][0]["enum"],
