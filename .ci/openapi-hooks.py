@@ -2,7 +2,8 @@
 configuration under .ci/schemathesis/).
 
 1. The body values a run's configuration gives (`"body.customer_id" = ...`: the demo's ids,
-   the account's password) reach the generated bodies of the fuzzing phase only; the
+   the account's password; an `[[operations]]` block's own for its operations) reach the
+   generated bodies of the fuzzing phase only; the
    examples and coverage phases send the document's examples and boundary values, whose ids
    name nothing. Their positive cases get the same values here, for the fields they send,
    so a body meant to be valid is valid; negative cases are left as generated.
@@ -11,6 +12,7 @@ configuration under .ci/schemathesis/).
    session-end configuration passes) gets a device signed in just for it."""
 import json
 import os
+import re
 import tomllib
 import urllib.request
 
@@ -19,18 +21,40 @@ from schemathesis.generation.meta import TestPhase
 from schemathesis.generation.modes import GenerationMode
 
 
-def body_values():
-    """`field` (or `list[*].field`) to value, from the configuration's `body.` parameters."""
+def body_of(parameters):
+    """`field` (or `list[*].field`) to value, from a parameters table's `body.` entries."""
+    return {k[len("body."):]: os.path.expandvars(v) if isinstance(v, str) else v
+            for k, v in (parameters or {}).items() if k.startswith("body.")}
+
+
+def load_config():
+    """The run's global body values, and each `[[operations]]` block's own: (path regex,
+    excluded method regex, values)."""
     path = os.environ.get("FUZZ_CONFIG")
     if not path:
-        return {}
+        return {}, []
     with open(path, "rb") as f:
-        parameters = tomllib.load(f).get("parameters") or {}
-    return {k[len("body."):]: os.path.expandvars(v) if isinstance(v, str) else v
-            for k, v in parameters.items() if k.startswith("body.")}
+        config = tomllib.load(f)
+    blocks = []
+    for op in config.get("operations") or []:
+        values = body_of(op.get("parameters"))
+        if values and "include-path-regex" in op:
+            excluded = op.get("exclude-method-regex") or op.get("exclude-method")
+            blocks.append((re.compile(op["include-path-regex"]),
+                           re.compile(f"^(?:{excluded})$") if excluded else None, values))
+    return body_of(config.get("parameters")), blocks
 
 
-BODY = body_values()
+BODY, BLOCKS = load_config()
+
+
+def values_for(case):
+    """The body values for `case`'s operation: the global ones, then its blocks'."""
+    values = dict(BODY)
+    for path, excluded, own in BLOCKS:
+        if path.search(case.path) and not (excluded and excluded.match(case.method.upper())):
+            values.update(own)
+    return values
 
 
 def fill(body, key, value):
@@ -55,10 +79,10 @@ def new_session():
 @schemathesis.hook
 def before_call(context, case, kwargs):
     meta = case.meta
-    if (BODY and isinstance(case.body, dict) and meta is not None
+    if (isinstance(case.body, dict) and meta is not None
             and meta.phase.name in (TestPhase.EXAMPLES, TestPhase.COVERAGE)
             and meta.generation.mode == GenerationMode.POSITIVE):
-        for key, value in BODY.items():
+        for key, value in values_for(case).items():
             fill(case.body, key, value)
     spare = os.environ.get("FUZZ_SPARE_SESSION_ID")
     params = case.path_parameters or {}

@@ -171,10 +171,15 @@ pub async fn put_settings(
         (Some(id), Some(token)) => {
             let id = check_catalog_id(id.trim())?;
             let token = token.trim();
-            if token.is_empty() || token.len() > 4096 || token.chars().any(char::is_control) {
+            // It goes out in an `Authorization` header, which takes printable ASCII only:
+            // anything else could be stored but never sent (every sync a 502).
+            if token.is_empty()
+                || token.len() > 4096
+                || !token.bytes().all(|b| b.is_ascii_graphic())
+            {
                 return Err(AppError::field(
                     "access_token",
-                    "must be 1 to 4096 characters, no control characters",
+                    "must be 1 to 4096 printable ASCII characters, no spaces",
                 ));
             }
             Some((id, st.secret_box.seal(token, &sync::token_aad(store))))

@@ -29,8 +29,11 @@ pub struct AdsSettingsOut {
 #[serde(deny_unknown_fields)]
 pub struct AdsSettingsIn {
     /// 1 to 128 of letters, digits, `-`, `_` and `.`.
+    #[schema(pattern = r"^\s*[A-Za-z0-9._-]{1,128}\s*$", example = "catalog-1")]
     pub catalog_id: Option<String>,
-    /// 1 to 4,096 characters; stored sealed and never returned.
+    /// 1 to 4,096 printable ASCII characters, no spaces (it is sent as a bearer token);
+    /// stored sealed and never returned.
+    #[schema(pattern = r"^\s*[!-~]{1,4096}\s*$", example = "adnet-token-123")]
     pub access_token: Option<String>,
 }
 

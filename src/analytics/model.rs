@@ -21,11 +21,14 @@ pub enum Interval {
 #[into_params(parameter_in = Query)]
 pub struct SummaryQuery {
     /// First day (`YYYY-MM-DD`, the store's time zone); default 29 days before `to`.
+    #[param(format = Date)]
     pub from: Option<String>,
     /// Last day, included (`YYYY-MM-DD`); default today in the store's time zone. At most
     /// 366 days from `from`.
+    #[param(format = Date)]
     pub to: Option<String>,
     /// `day` (default), `week` (ISO, from Monday) or `month`.
+    #[param(value_type = Option<Interval>, inline)]
     pub interval: Option<String>,
 }
 
@@ -35,8 +38,10 @@ pub struct SummaryQuery {
 #[into_params(parameter_in = Query)]
 pub struct TopProductsQuery {
     /// First day (`YYYY-MM-DD`, the store's time zone); default 29 days before `to`.
+    #[param(format = Date)]
     pub from: Option<String>,
     /// Last day, included; default today. At most 366 days from `from`.
+    #[param(format = Date)]
     pub to: Option<String>,
 }
 

@@ -62,8 +62,10 @@ pub struct ChatIn {
 /// A rename.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AssistantConversationPatch)]
 pub struct ConversationPatch {
     /// 1 to 120 characters.
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: String,
 }
 

@@ -138,7 +138,12 @@ macro_rules! aliases {
         /// The colors the storefront and e-mails use by role, each `#RRGGBB`.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
         #[serde(deny_unknown_fields)]
-        pub struct ColorAliases { $(pub $name: String),* }
+        pub struct ColorAliases {
+            $(
+                #[schema(pattern = r"^#[0-9A-Fa-f]{6}$", example = "#111827")]
+                pub $name: String
+            ),*
+        }
 
         impl ColorAliases {
             /// Every alias with its name, in the struct's order.

@@ -1,7 +1,11 @@
 //! Catalog DTOs (issue 6).
 
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use std::borrow::Cow;
+
+use utoipa::openapi::schema::Object;
+use utoipa::openapi::{Ref, RefOr, Schema};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
 use crate::ids::{CategoryId, ProductId, StoreId, VariantId};
 
@@ -33,7 +37,8 @@ impl ProductStatus {
 }
 
 /// A variant in a create or update body. On update, one with `id` changes that variant,
-/// one without is added, and the product's variants not listed are removed.
+/// one without is added, and the product's variants not listed are removed. The documents
+/// describe its two uses ([`NewVariantIn`], [`VariantChangeIn`]) rather than this union.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VariantIn {
@@ -56,6 +61,91 @@ pub struct VariantIn {
     pub low_stock_threshold: Option<i64>,
 }
 
+/// [`VariantIn`]'s schema, edited by `edit`.
+fn variant_schema(edit: impl FnOnce(&mut Object)) -> RefOr<Schema> {
+    let RefOr::T(Schema::Object(mut o)) = <VariantIn as PartialSchema>::schema() else {
+        unreachable!("a struct's schema is an object")
+    };
+    edit(&mut o);
+    o.into()
+}
+
+/// The schema of a variant a create (or a PATCH) adds: [`VariantIn`] without `id`.
+pub struct NewVariantIn;
+
+impl PartialSchema for NewVariantIn {
+    fn schema() -> RefOr<Schema> {
+        variant_schema(|o| {
+            o.properties.remove("id");
+            o.description =
+                Some("A variant to add; `on_hand` is its initial stock (default 0).".to_owned());
+        })
+    }
+}
+
+impl ToSchema for NewVariantIn {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("NewVariantIn")
+    }
+}
+
+/// The schema of a variant a PATCH keeps and changes: [`VariantIn`] with `id` required and
+/// no `on_hand` (`check_variants` refuses it: stock changes through inventory adjustments).
+pub struct VariantChangeIn;
+
+impl PartialSchema for VariantChangeIn {
+    fn schema() -> RefOr<Schema> {
+        variant_schema(|o| {
+            o.properties.remove("on_hand");
+            o.properties.insert(
+                "id".to_owned(),
+                Ref::from_schema_name(VariantId::name()).into(),
+            );
+            o.required.insert(0, "id".to_owned());
+            o.description = Some(
+                "A variant of the product to keep, by `id`, with its new values; its stock \
+                 changes through inventory adjustments, not `on_hand`."
+                    .to_owned(),
+            );
+        })
+    }
+}
+
+impl ToSchema for VariantChangeIn {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("VariantChangeIn")
+    }
+
+    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+        <VariantIn as ToSchema>::schemas(out);
+    }
+}
+
+/// The schema of a PATCH's variant: one to keep ([`VariantChangeIn`], with `id`) or one to
+/// add ([`NewVariantIn`], without).
+pub struct VariantPatchIn;
+
+impl PartialSchema for VariantPatchIn {
+    fn schema() -> RefOr<Schema> {
+        utoipa::openapi::schema::OneOfBuilder::new()
+            .item(Ref::from_schema_name(VariantChangeIn::name()))
+            .item(Ref::from_schema_name(NewVariantIn::name()))
+            .into()
+    }
+}
+
+impl ToSchema for VariantPatchIn {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("VariantPatchIn")
+    }
+
+    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+        out.push((NewVariantIn::name().into(), NewVariantIn::schema()));
+        out.push((VariantChangeIn::name().into(), VariantChangeIn::schema()));
+        VariantChangeIn::schemas(out);
+    }
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProductIn {
@@ -70,8 +160,8 @@ pub struct ProductIn {
     pub status: Option<ProductStatus>,
     pub category_ids: Option<Vec<CategoryId>>,
     pub tags: Option<Vec<String>>,
-    /// At least one.
-    #[schema(min_items = 1)]
+    /// 1 to 100, each SKU once.
+    #[schema(value_type = Vec<NewVariantIn>, min_items = 1, max_items = 100)]
     pub variants: Vec<VariantIn>,
 }
 
@@ -87,6 +177,10 @@ pub struct ProductPatch {
     pub status: Option<ProductStatus>,
     pub category_ids: Option<Vec<CategoryId>>,
     pub tags: Option<Vec<String>>,
+    /// The product's variants afterwards (1 to 100): those listed with `id` are kept and
+    /// changed, those without are added, the rest removed (refused, 409, while they hold
+    /// stock).
+    #[schema(value_type = Option<Vec<VariantPatchIn>>, min_items = 1, max_items = 100)]
     pub variants: Option<Vec<VariantIn>>,
 }
 
@@ -122,12 +216,29 @@ pub struct ProductOut {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ProductFilter {
+    // Inline, as the inbox's sort: the parameter's enum is the product status's.
+    #[param(value_type = Option<ProductStatus>, inline)]
     pub status: Option<String>,
     pub category_id: Option<CategoryId>,
     /// Part of a title or SKU, case-insensitive.
     pub search: Option<String>,
     /// `created_at`, `updated_at` or `title`; `-` first for descending. Default `-created_at`.
+    #[param(schema_with = product_sorts)]
     pub sort: Option<String>,
+}
+
+/// The schema of the product list's `sort`: each of [`SORT_COLUMNS`](super::store::SORT_COLUMNS),
+/// ascending or (with `-`) descending.
+fn product_sorts() -> Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let sorts = super::store::SORT_COLUMNS
+        .iter()
+        .flat_map(|c| [(*c).to_owned(), format!("-{c}")]);
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(sorts))
+        .description(Some("`-` first for descending. Default `-created_at`."))
+        .build()
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

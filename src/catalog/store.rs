@@ -343,16 +343,14 @@ pub struct Sort {
     pub descending: bool,
 }
 
+/// The columns the product list sorts by (the document's `sort` values).
+pub const SORT_COLUMNS: [&str; 3] = ["created_at", "updated_at", "title"];
+
 impl Sort {
     pub fn parse(s: Option<&str>) -> Option<Self> {
         let s = s.unwrap_or("-created_at");
         let (descending, name) = s.strip_prefix('-').map_or((false, s), |n| (true, n));
-        let column = match name {
-            "created_at" => "created_at",
-            "updated_at" => "updated_at",
-            "title" => "title",
-            _ => return None,
-        };
+        let column = SORT_COLUMNS.into_iter().find(|c| *c == name)?;
         Some(Self { column, descending })
     }
 

@@ -117,7 +117,7 @@ pub async fn ask(
 /// A documentation page as HTML; `slug` is one of `getting-started`, `sign-in-and-tokens`,
 /// `webhooks`, `orders-and-refunds`, `inbox-and-widget`, `assistant`, `backups`. Public.
 #[utoipa::path(get, path = "/docs/{slug}", tag = "docs",
-    params(("slug" = String, Path, description = "The page's name, e.g. `getting-started`")),
+    params(("slug" = inline(super::model::DocSlug), Path, description = "The page's name, e.g. `getting-started`")),
     responses((status = 200, description = "The page", content_type = "text/html", body = String),
               (status = 404, body = ErrorBody)))]
 pub async fn get_page(

@@ -13,3 +13,18 @@ pub struct AskIn {
     /// the browser): questions are counted per visitor id, else per client address.
     pub visitor_id: Option<String>,
 }
+
+/// The schema of a documentation page's name: one of the guides ([`super::pages::SLUGS`]).
+pub struct DocSlug;
+
+impl utoipa::PartialSchema for DocSlug {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(super::pages::SLUGS))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for DocSlug {}

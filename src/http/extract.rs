@@ -37,7 +37,8 @@ where
     }
 }
 
-/// `Option<Json<T>>`: `None` for a request with no body at all, else as `Json<T>`.
+/// `Option<Json<T>>`: `None` for a request with no body at all or a JSON `null` (the
+/// documents describe an optional body as `null` or `T`), else as `Json<T>`.
 impl<T, S> axum::extract::OptionalFromRequest<S> for Json<T>
 where
     T: DeserializeOwned,
@@ -54,9 +55,9 @@ where
         if empty {
             return Ok(None);
         }
-        <Self as FromRequest<S>>::from_request(req, state)
+        <Json<Option<T>> as FromRequest<S>>::from_request(req, state)
             .await
-            .map(Some)
+            .map(|Json(body)| body.map(Json))
     }
 }
 

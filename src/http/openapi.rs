@@ -641,7 +641,8 @@ struct Flow {
     to: (&'static str, &'static str),
     /// `name` (or `header.Name`) to a runtime expression, for the target's parameters.
     parameters: &'static [(&'static str, &'static str)],
-    /// Body fields of the target to a runtime expression (merged into the body).
+    /// Body fields of the target to a runtime expression, or to a JSON template whose strings
+    /// are runtime expressions (merged into the body).
     body: &'static [(&'static str, &'static str)],
 }
 
@@ -708,6 +709,26 @@ const FLOWS: &[Flow] = &[
         ],
         body: &[],
     },
+    // A placed purchase order receives a unit of its first line.
+    Flow {
+        from: (
+            "/stores/{store_id}/purchase-orders/{purchase_order_id}/order",
+            "post",
+            "200",
+        ),
+        to: (
+            "/stores/{store_id}/purchase-orders/{purchase_order_id}/receive",
+            "post",
+        ),
+        parameters: &[
+            ("store_id", "$request.path.store_id"),
+            ("purchase_order_id", "$request.path.purchase_order_id"),
+        ],
+        body: &[(
+            "items",
+            r#"[{"variant_id": "$response.body#/items/0/variant_id", "quantity": 1}]"#,
+        )],
+    },
     // A published workflow runs, pauses and resumes, and its version can be restored.
     Flow {
         from: (
@@ -743,6 +764,24 @@ const FLOWS: &[Flow] = &[
             ("store_id", "$request.path.store_id"),
             ("workflow_id", "$request.path.workflow_id"),
             ("version", "$response.body#/version"),
+        ],
+        body: &[],
+    },
+    // A run started by hand is read back.
+    Flow {
+        from: (
+            "/stores/{store_id}/workflows/{workflow_id}/run",
+            "post",
+            "201",
+        ),
+        to: (
+            "/stores/{store_id}/workflows/{workflow_id}/runs/{run_id}",
+            "get",
+        ),
+        parameters: &[
+            ("store_id", "$request.path.store_id"),
+            ("workflow_id", "$request.path.workflow_id"),
+            ("run_id", "$response.body#/id"),
         ],
         body: &[],
     },
@@ -955,10 +994,17 @@ fn add_flow_links(doc: &mut Value) {
                 .into();
         }
         if !flow.body.is_empty() {
+            // A bare expression is not JSON: it stays a string.
+            let value = |v: &str| {
+                serde_json::from_str(v)
+                    .ok()
+                    .filter(|t: &Value| t.is_object() || t.is_array())
+                    .unwrap_or_else(|| Value::String(v.to_owned()))
+            };
             link["requestBody"] = flow
                 .body
                 .iter()
-                .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
+                .map(|(k, v)| ((*k).to_owned(), value(v)))
                 .collect::<Map<_, _>>()
                 .into();
         }

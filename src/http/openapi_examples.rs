@@ -210,7 +210,12 @@ impl<'a> Gen<'a> {
         } else if let Some(extra) = s.get("additionalProperties").filter(|v| v.is_object())
             && let Some(v) = self.value(extra, "", depth + 1)
         {
-            out.insert("key".to_owned(), v);
+            // A map whose keys are an enum shows its first.
+            let key = s
+                .pointer("/propertyNames/enum/0")
+                .and_then(Value::as_str)
+                .unwrap_or("key");
+            out.insert(key.to_owned(), v);
         }
         Some(Value::Object(out))
     }

@@ -199,10 +199,31 @@ pub struct ConversationFilter {
     pub status: Option<ConversationStatus>,
     pub priority: Option<Priority>,
     /// `me`, `none`, or a user id.
+    #[param(schema_with = assignee_filter)]
     pub assignee: Option<String>,
     // Inline: no response carries the enum, so it would be referenced but never defined.
     #[param(inline)]
     pub sort: Option<ConversationSort>,
+}
+
+/// The schema of the inbox's `assignee` filter: `me`, `none` or a user id.
+fn assignee_filter() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    use utoipa::openapi::{KnownFormat, SchemaFormat};
+    OneOfBuilder::new()
+        .description(Some("`me`, `none` (unassigned), or a user id."))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["me", "none"])),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+        )
+        .build()
+        .into()
 }
 
 /// The inbox badges.
@@ -338,7 +359,8 @@ pub struct MessageFilter {
     pub after: Option<MessageId>,
     /// A message id: only older messages, newest first.
     pub before: Option<MessageId>,
-    /// Only messages created after this time, oldest first.
+    /// Only messages created after this time (RFC 3339), oldest first.
+    #[param(format = DateTime)]
     pub created_after: Option<String>,
 }
 

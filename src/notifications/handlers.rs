@@ -17,9 +17,6 @@ use crate::state::AppState;
 
 type ErrorBody = crate::error::ErrorBody;
 
-/// Most ids one mark-read request names.
-pub const MAX_READ_IDS: usize = 200;
-
 /// The member behind the request. A feed is a person's: a store API token acts for an
 /// integration, not a member, so it is refused (403) rather than shown an empty feed that
 /// would hide the mistake.
@@ -80,10 +77,10 @@ pub async fn read_notifications(
         }
         (None, Some(true)) => None,
         (Some(ids), None) => {
-            if ids.len() > MAX_READ_IDS {
+            if ids.len() > super::model::MAX_READ_IDS {
                 return Err(AppError::field(
                     "ids",
-                    format!("at most {MAX_READ_IDS} ids at once"),
+                    format!("at most {} ids at once", super::model::MAX_READ_IDS),
                 ));
             }
             Some(ids)

@@ -107,12 +107,67 @@ pub struct NotificationFilter {
     pub unread: Option<bool>,
 }
 
+/// Most ids one mark-read request names.
+pub const MAX_READ_IDS: usize = 200;
+
 /// Marks the caller's notifications read: some `ids` (at most 200), or `all`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadIn {
     pub ids: Option<Vec<NotificationId>>,
     pub all: Option<bool>,
+}
+
+impl utoipa::PartialSchema for ReadIn {
+    /// Exactly one of `ids` and `all: true`, as the handler takes them.
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::schema::{
+            AdditionalProperties, ArrayBuilder, ObjectBuilder, OneOfBuilder, Type,
+        };
+        let closed = || {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        };
+        let null = || ObjectBuilder::new().schema_type(Type::Null);
+        let ids = ArrayBuilder::new()
+            .items(utoipa::openapi::Ref::from_schema_name(
+                <NotificationId as ToSchema>::name(),
+            ))
+            .max_items(Some(MAX_READ_IDS));
+        OneOfBuilder::new()
+            .description(Some(
+                "Some `ids` (at most 200; others', unknown or read ones count nothing), or \
+                 `all: true`.",
+            ))
+            .item(
+                closed()
+                    .property("ids", ids)
+                    .required("ids")
+                    .property("all", null()),
+            )
+            .item(
+                closed()
+                    .property(
+                        "all",
+                        ObjectBuilder::new()
+                            .schema_type(Type::Boolean)
+                            .enum_values(Some([true])),
+                    )
+                    .required("all")
+                    .property("ids", null()),
+            )
+            .into()
+    }
+}
+
+impl ToSchema for ReadIn {
+    fn schemas(out: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+        out.push((
+            <NotificationId as ToSchema>::name().into(),
+            <NotificationId as utoipa::PartialSchema>::schema(),
+        ));
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -154,5 +209,24 @@ pub struct PreferencesOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PreferencesIn {
+    /// Kind (one of the notification kinds) to its channels.
+    #[schema(schema_with = kinds_in)]
     pub kinds: BTreeMap<String, Channels>,
+}
+
+/// The schema of [`PreferencesIn::kinds`]: a map whose keys are [`Kind::ALL`]'s names (the
+/// handler refuses any other).
+fn kinds_in() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .additional_properties(Some(AdditionalProperties::RefOr(
+            utoipa::openapi::Ref::from_schema_name(<Channels as ToSchema>::name()).into(),
+        )))
+        .property_names(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(Kind::ALL.iter().map(|k| k.as_str()))),
+        ))
+        .build()
 }

@@ -4,7 +4,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::model::{OrderFilter, OrderIn, OrderOut, OrderPatch, OrderStatus, RefundIn, RefundOut};
+use super::model::{
+    OrderFilter, OrderIn, OrderOut, OrderPatch, OrderStatus, PlainOrderIn, RefundIn, RefundOut,
+};
 use super::store;
 use super::writes::{self, Origin, RefundOutcome, not_found};
 use crate::audit::Actor;
@@ -29,7 +31,7 @@ type ErrorBody = crate::error::ErrorBody;
 /// storefront takes is never refused for the limit: it is counted, and the first one past it
 /// in a month leaves a `billing.limit_exceeded` audit entry for the owners.
 #[utoipa::path(post, path = "/stores/{store_id}/orders", tag = "orders", security(("bearer" = [])),
-    params(("store_id" = StoreId, Path)), request_body = OrderIn,
+    params(("store_id" = StoreId, Path)), request_body = PlainOrderIn,
     responses((status = 201, body = OrderOut),
               (status = 402, body = ErrorBody, description = "plan_limit_reached or subscription_inactive"),
               (status = 409, body = ErrorBody, description = "`insufficient_stock`"), (status = 422, body = ErrorBody)))]

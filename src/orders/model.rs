@@ -1,7 +1,11 @@
 //! Order DTOs and the status lifecycle.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::openapi::schema::{ArrayItems, Object};
+use utoipa::openapi::{Ref, RefOr, Schema};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
 use crate::events::Event;
 use crate::ids::{CustomerId, OrderId, PaymentId, ProductId, RefundId, StoreId, VariantId};
@@ -87,8 +91,12 @@ impl OrderStatus {
     }
 }
 
+/// A line of a new order.
+// The documents name it `ManualOrderItemIn`, as only a manual order takes
+// `unit_price_cents`; `POST .../orders` is described by `PlainOrderIn`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ManualOrderItemIn)]
 pub struct OrderItemIn {
     pub variant_id: VariantId,
     /// 1 to 10000.
@@ -100,8 +108,12 @@ pub struct OrderItemIn {
     pub unit_price_cents: Option<i64>,
 }
 
+/// A new order; a manual one's lines may set their own `unit_price_cents`.
+// One type for both creates (`check_new` refuses `unit_price_cents` but on a manual one);
+// the documents name it `ManualOrderIn` and describe `POST .../orders` by `PlainOrderIn`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ManualOrderIn)]
 pub struct OrderIn {
     pub customer_id: CustomerId,
     /// 1 to 100 lines, each variant once.
@@ -116,6 +128,70 @@ pub struct OrderIn {
     /// Up to 5,000 characters.
     #[schema(max_length = 5000)]
     pub note: Option<String>,
+}
+
+/// `schema` (a struct's object schema), edited by `edit`.
+fn edited(schema: RefOr<Schema>, edit: impl FnOnce(&mut Object)) -> RefOr<Schema> {
+    let RefOr::T(Schema::Object(mut o)) = schema else {
+        unreachable!("a struct's schema is an object")
+    };
+    edit(&mut o);
+    o.into()
+}
+
+/// The schema of a line of `POST .../orders`: [`OrderItemIn`] without `unit_price_cents`
+/// (an order that is not manual charges the variant's price).
+pub struct PlainOrderItemIn;
+
+impl PartialSchema for PlainOrderItemIn {
+    fn schema() -> RefOr<Schema> {
+        edited(<OrderItemIn as PartialSchema>::schema(), |o| {
+            o.properties.remove("unit_price_cents");
+            o.description = Some("A line of a new order, at its variant's price.".to_owned());
+        })
+    }
+}
+
+impl ToSchema for PlainOrderItemIn {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("OrderItemIn")
+    }
+
+    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+        <OrderItemIn as ToSchema>::schemas(out);
+    }
+}
+
+/// The schema of `POST .../orders`: [`OrderIn`] whose lines are [`PlainOrderItemIn`].
+pub struct PlainOrderIn;
+
+impl PartialSchema for PlainOrderIn {
+    fn schema() -> RefOr<Schema> {
+        edited(<OrderIn as PartialSchema>::schema(), |o| {
+            o.description = Some(
+                "A new order: its lines are charged at their variants' prices (a manual \
+                 order, `POST .../orders/manual`, may set its own)."
+                    .to_owned(),
+            );
+            if let Some(RefOr::T(Schema::Array(items))) = o.properties.get_mut("items") {
+                items.items = ArrayItems::RefOrSchema(Box::new(
+                    Ref::from_schema_name(PlainOrderItemIn::name()).into(),
+                ));
+            }
+        })
+    }
+}
+
+impl ToSchema for PlainOrderIn {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("OrderIn")
+    }
+
+    fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+        out.push((PlainOrderItemIn::name().into(), PlainOrderItemIn::schema()));
+        PlainOrderItemIn::schemas(out);
+        <OrderIn as ToSchema>::schemas(out);
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -22,6 +22,7 @@ pub mod handlers;
 pub mod model;
 pub mod runner;
 pub mod runs;
+pub mod schema;
 pub mod store;
 pub mod validate;
 

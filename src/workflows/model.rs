@@ -51,8 +51,9 @@ pub struct NodePosition {
 }
 
 /// A node as stored: its `config` is kept as sent and checked against its `type` by
-/// [`super::validate`]; [`Node::step`] reads it typed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+/// [`super::validate`]; [`Node::step`] reads it typed. (Its schema, one variant per type, is
+/// in [`super::schema`].)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Node {
     pub id: String,
@@ -73,14 +74,23 @@ pub struct Edge {
     pub from: String,
     pub to: String,
     #[serde(default)]
+    #[schema(value_type = Option<super::schema::Branch>)]
     pub branch: Option<String>,
 }
 
+/// The steps and the edges between them: exactly one node (the start) has no edge in, every
+/// node is reachable from it, a `condition` has a `true` and a `false` edge out, an `end`
+/// none, any other node at most one, and a loop goes through a `wait` of an hour or more.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = super::schema::graph_example)]
 pub struct Graph {
+    /// 1 to 200, each `id` once.
+    #[schema(min_items = 1, max_items = 200)]
     pub nodes: Vec<Node>,
+    /// Up to 400.
     #[serde(default)]
+    #[schema(max_items = 400)]
     pub edges: Vec<Edge>,
 }
 
@@ -120,8 +130,55 @@ pub enum Op {
     Exists,
 }
 
+/// What an [`Op`] needs as its `value`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wants {
+    /// Nothing: `exists` ignores any value.
+    Nothing,
+    /// A number.
+    Number,
+    /// Any value but null.
+    Some,
+}
+
+impl Op {
+    pub const ALL: [Op; 8] = [
+        Op::Eq,
+        Op::Ne,
+        Op::Gt,
+        Op::Gte,
+        Op::Lt,
+        Op::Lte,
+        Op::Contains,
+        Op::Exists,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Eq => "eq",
+            Op::Ne => "ne",
+            Op::Gt => "gt",
+            Op::Gte => "gte",
+            Op::Lt => "lt",
+            Op::Lte => "lte",
+            Op::Contains => "contains",
+            Op::Exists => "exists",
+        }
+    }
+
+    /// What the validator requires of `value` with this op (and the schema says).
+    pub fn wants(self) -> Wants {
+        match self {
+            Op::Exists => Wants::Nothing,
+            Op::Gt | Op::Gte | Op::Lt | Op::Lte => Wants::Number,
+            Op::Eq | Op::Ne | Op::Contains => Wants::Some,
+        }
+    }
+}
+
 /// `field` is a dotted path into the run's subject (`order.total_cents`, `customer.tags`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+/// (Its schema is in [`super::schema`]: one variant per kind of `value`.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Predicate {
     pub field: String,
@@ -132,7 +189,8 @@ pub struct Predicate {
 }
 
 /// `wait`: exactly one of `seconds` (1 s to 365 days) or `until` (an RFC 3339 time).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+/// (Its schema is in [`super::schema`].)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WaitConfig {
     #[serde(default)]
@@ -147,12 +205,16 @@ pub struct WaitConfig {
 #[serde(deny_unknown_fields)]
 pub struct SendMessageConfig {
     /// The approved template's name at the provider (`[a-z0-9_]`).
+    #[schema(min_length = 1, max_length = 512, pattern = r"^[a-z0-9_]+$")]
     pub template: String,
     /// The template's language code (`pt_BR`); default the store's locale.
     #[serde(default)]
+    #[schema(pattern = r"^[a-z]{2,3}(_[A-Z]{2})?$")]
     pub language: Option<String>,
-    /// The template's body parameters, in order; `{{customer.name}}`-style fields allowed.
+    /// The template's body parameters, in order (up to 10, each 1 to 1024 characters);
+    /// `{{customer.name}}`-style fields allowed.
     #[serde(default)]
+    #[schema(schema_with = super::schema::template_parameters)]
     pub parameters: Vec<String>,
 }
 
@@ -160,7 +222,9 @@ pub struct SendMessageConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendEmailConfig {
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub subject: String,
+    #[schema(min_length = 1, max_length = 20_000, pattern = r"\S")]
     pub body: String,
 }
 
@@ -168,6 +232,8 @@ pub struct SendEmailConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TagCustomerConfig {
+    /// 1 to 64 characters, no control characters.
+    #[schema(schema_with = super::schema::tag)]
     pub tag: String,
 }
 
@@ -244,7 +310,8 @@ impl Node {
 /// What starts a run. `schedule` has exactly one of `cron` (5 fields: minute hour day
 /// month weekday) or `every_seconds` (at least 60); `timezone` is the store's, set by the
 /// server. `event` names a store event of the webhook catalog, with an optional `filter`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+/// (Its schema is in [`super::schema`].)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Trigger {
     Manual,
@@ -290,9 +357,16 @@ pub struct WorkflowOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowIn {
-    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = r"\S",
+        example = "Tag big spenders"
+    )]
     pub name: String,
+    /// Up to 2,000 characters.
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
     /// Default (and only value) `journey`.
     #[serde(default)]
@@ -300,7 +374,7 @@ pub struct WorkflowIn {
     pub graph: Graph,
     /// Default `{"type": "manual"}`. A wrong shape is a `workflow_invalid` problem.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Trigger>)]
     pub trigger: Option<Value>,
 }
 
@@ -310,9 +384,12 @@ pub struct WorkflowIn {
 pub struct WorkflowPatch {
     #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
+    /// Up to 2,000 characters.
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
     pub graph: Option<Graph>,
-    #[schema(value_type = Option<Object>)]
+    /// A wrong shape is a `workflow_invalid` problem.
+    #[schema(value_type = Option<Trigger>)]
     pub trigger: Option<Value>,
 }
 

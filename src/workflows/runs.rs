@@ -44,6 +44,7 @@ text_enum! {
 /// The order or customer a run is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = RunSubject)]
 pub struct Subject {
     #[serde(rename = "type")]
     pub subject_type: SubjectType,

@@ -6,18 +6,18 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
-use super::model::{Graph, Op, Predicate, Problem, Step, Trigger};
+use super::model::{Graph, Predicate, Problem, Step, Trigger, Wants};
 use crate::error::{AppError, ErrorCode};
 use crate::events::Event;
 
 /// Past this the editor is the wrong tool (and a run's walk stays cheap).
 pub const MAX_NODES: usize = 200;
-const MAX_EDGES: usize = 400;
-const MAX_WAIT_SECONDS: i64 = 365 * 24 * 3600;
+pub const MAX_EDGES: usize = 400;
+pub const MAX_WAIT_SECONDS: i64 = 365 * 24 * 3600;
 /// The shortest wait on a loop: a looping journey turns at most once an hour.
 pub const MIN_LOOP_WAIT_SECONDS: i64 = 3600;
 /// A schedule faster than this is a loop, not a journey.
-const MIN_EVERY_SECONDS: i64 = 60;
+pub const MIN_EVERY_SECONDS: i64 = 60;
 
 /// What the checks need from outside the workflow.
 #[derive(Debug, Clone)]
@@ -91,10 +91,10 @@ fn check_predicate(p: &Predicate, what: &str) -> Vec<String> {
             "{what}field must be a dotted path such as order.total_cents"
         ));
     }
-    match (p.op, &p.value) {
-        (Op::Exists, _) => {}
+    match (p.op.wants(), &p.value) {
+        (Wants::Nothing, _) => {}
         (_, None) => out.push(format!("{what}value is required with op {:?}", p.op)),
-        (Op::Gt | Op::Gte | Op::Lt | Op::Lte, Some(v)) if !v.is_number() => {
+        (Wants::Number, Some(v)) if !v.is_number() => {
             out.push(format!("{what}value must be a number with op {:?}", p.op));
         }
         _ => {}

@@ -320,6 +320,15 @@ async fn a_manual_sync_pushes_the_catalog_or_answers_the_providers_error() {
             json!({"catalog_id": "c", "access_token": " "}),
             "access_token",
         ),
+        // It is sent as a bearer token: a header takes printable ASCII only.
+        (
+            json!({"catalog_id": "c", "access_token": "tok\u{e9}n"}),
+            "access_token",
+        ),
+        (
+            json!({"catalog_id": "c", "access_token": "two words"}),
+            "access_token",
+        ),
         (json!({"catalog_id": "c", "access_token": "t", "x": 1}), "x"),
     ] {
         let r = shop.ads_settings(body).await;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::support::spawn_app;
+use crate::support::{post, spawn_app};
 
 /// The paths axum actually routes, read from the router's own description of itself.
 fn routed_paths() -> BTreeSet<String> {
@@ -663,6 +663,17 @@ async fn flows_link_each_step_to_the_next() {
         "create_purchase_order",
     );
     assert_eq!(order["requestBody"]["supplier_id"], "$response.body#/id");
+    // A body template: a placed purchase order receives a unit of its first line.
+    let receive = link(
+        "/stores/{store_id}/purchase-orders/{purchase_order_id}/order",
+        "post",
+        "200",
+        "receive_purchase_order",
+    );
+    assert_eq!(
+        receive["requestBody"]["items"][0]["variant_id"],
+        "$response.body#/items/0/variant_id"
+    );
     let checkout = link(
         "/storefront-api/{key}/carts/{cart_id}/customer",
         "put",
@@ -755,4 +766,344 @@ fn doc_of<'a>(docs: &'a [(&str, serde_json::Value)], path: &str) -> &'a serde_js
         .map(|(_, d)| d)
         .find(|d| d["paths"][path].is_object())
         .unwrap_or_else(|| panic!("a document has {path}"))
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// utoipa names a component after its type, whatever its module: two types of one name
+/// would be one component, the last registered, so one operation documents the other's body
+/// (the assistant's rename once took the inbox's conversation PATCH). Every type that
+/// derives `ToSchema` (or is a `text_enum!`) has a component name of its own.
+#[test]
+fn no_two_schemas_share_a_component_name() {
+    let mut files = Vec::new();
+    rust_files(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    let mut clashes = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let schema = (line.contains("derive(") && line.contains("ToSchema"))
+                || line.trim_start().starts_with("text_enum!");
+            if !schema || line.trim_start().starts_with("//") {
+                continue;
+            }
+            // The type the derive (or the macro) is on, and an `as = Name` before it.
+            let mut renamed = None;
+            for next in &lines[i + 1..] {
+                let t = next.trim_start();
+                if let Some(rest) = t.split("schema(as = ").nth(1) {
+                    renamed = rest.split(')').next().map(str::to_owned);
+                }
+                let decl = t
+                    .strip_prefix("pub ")
+                    .or_else(|| t.strip_prefix("pub(crate) "))
+                    .unwrap_or(t);
+                let name = decl
+                    .strip_prefix("struct ")
+                    .or_else(|| decl.strip_prefix("enum "))
+                    .and_then(|r| r.split(|c: char| !c.is_alphanumeric() && c != '_').next());
+                if let Some(name) = name {
+                    let name = renamed.take().unwrap_or_else(|| name.to_owned());
+                    let at = format!("{}:{}", file.display(), i + 1);
+                    if let Some(before) = seen.insert(name.clone(), at.clone()) {
+                        clashes.push(format!("{name}: {before} and {at}"));
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    assert!(seen.len() > 100, "read {} schema types", seen.len());
+    assert!(clashes.is_empty(), "{clashes:#?}");
+}
+
+/// Issue 21: a workflow's definition is described as the validator checks it, so a
+/// generated one can pass: one node schema per type with that type's config, the trigger's
+/// shapes with the events a trigger may name, a condition's `value` by its `op`, and the
+/// graph's bounds; its example is a definition the API takes.
+#[tokio::test]
+async fn workflow_definitions_are_described_as_the_validator_checks_them() {
+    use merchant_admin::events::Event;
+    use merchant_admin::workflows::{model, validate};
+    let app = spawn_app().await;
+    let docs = both_documents().await;
+    let doc = &docs[0].1;
+
+    let node = component(doc, "/Node");
+    let types: Vec<&str> = node["discriminator"]["mapping"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut want = model::NODE_TYPES.to_vec();
+    want.sort_unstable();
+    assert_eq!(types, want, "{node}");
+    let wait = component(doc, "/NodeWait");
+    assert_eq!(
+        wait["properties"]["config"]["$ref"], "#/components/schemas/WaitConfig",
+        "{wait}"
+    );
+    assert!(
+        wait["required"]
+            .as_array()
+            .unwrap()
+            .contains(&"config".into()),
+        "{wait}"
+    );
+    let seconds = component(doc, "/WaitConfig/oneOf/0/properties/seconds");
+    assert_eq!(
+        seconds["maximum"].as_i64(),
+        Some(validate::MAX_WAIT_SECONDS)
+    );
+    let graph = component(doc, "/Graph");
+    assert_eq!(
+        graph["properties"]["nodes"]["maxItems"].as_u64(),
+        Some(validate::MAX_NODES as u64)
+    );
+    assert_eq!(
+        graph["properties"]["edges"]["maxItems"].as_u64(),
+        Some(validate::MAX_EDGES as u64)
+    );
+    // Every op is in exactly one of the condition's variants.
+    let mut ops: Vec<String> = component(doc, "/Predicate")["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            component(
+                doc,
+                &format!(
+                    "/{}",
+                    v["$ref"].as_str().unwrap().rsplit('/').next().unwrap()
+                ),
+            )
+        })
+        .flat_map(|v| v["properties"]["op"]["enum"].as_array().unwrap().clone())
+        .map(|o| o.as_str().unwrap().to_owned())
+        .collect();
+    ops.sort();
+    let mut all: Vec<&str> = model::Op::ALL.iter().map(|o| o.as_str()).collect();
+    all.sort_unstable();
+    assert_eq!(ops, all);
+    let events = component(doc, "/TriggerEventName")["enum"].clone();
+    let store_events: Vec<&str> = Event::ALL
+        .iter()
+        .map(|e| e.as_str())
+        .filter(|n| validate::store_event(n).is_some())
+        .collect();
+    assert_eq!(events, serde_json::json!(store_events));
+    assert!(!store_events.contains(&Event::WorkflowStep.as_str()));
+    let input = component(doc, "/WorkflowIn/properties/trigger");
+    assert!(
+        input.to_string().contains("#/components/schemas/Trigger"),
+        "{input}"
+    );
+
+    // The create's example is a definition the API takes; a run started by hand is read
+    // back through its link.
+    let create = &doc["paths"]["/stores/{store_id}/workflows"]["post"];
+    let example = create["requestBody"]["content"]["application/json"]["example"].clone();
+    let (token, _) = app.member("owner@example.com").await;
+    let store = app.open_store(&token, "Org").await;
+    let path = format!("/v1/stores/{store}/workflows");
+    let created = app.call(post(), &path, &token, Some(example)).await;
+    created.expect(201);
+    let id = created.body["id"].as_str().unwrap();
+    app.call(post(), &format!("{path}/{id}/publish"), &token, None)
+        .await
+        .expect(200);
+    let links = &doc["paths"]["/stores/{store_id}/workflows/{workflow_id}/run"]["post"]["responses"]
+        ["201"]["links"];
+    assert!(
+        links.as_object().unwrap().values().any(|l| {
+            l["operationId"] == "get_run" && l["parameters"]["run_id"] == "$response.body#/id"
+        }),
+        "{links}"
+    );
+    // A JSON `null` is no body, as an optional body's schema (`null` or the object) says.
+    let run = app
+        .call(
+            post(),
+            &format!("{path}/{id}/run"),
+            &token,
+            Some(serde_json::Value::Null),
+        )
+        .await;
+    run.expect(201);
+    assert!(run.body["subject"].is_null(), "{}", run.text);
+}
+
+/// Issue 21: a body the document allows is one the operation takes. A product PATCH keeps a
+/// variant by `id` without `on_hand` (stock moves through adjustments) or adds one without
+/// `id`; only a manual order's lines set `unit_price_cents`.
+#[tokio::test]
+async fn each_operation_describes_the_lines_it_takes() {
+    let docs = both_documents().await;
+    let doc = &docs[0].1;
+    let props = |name: &str| -> Vec<String> {
+        let mut p: Vec<String> = component(doc, &format!("/{name}"))["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        p.sort();
+        p
+    };
+    let new = props("NewVariantIn");
+    assert!(
+        new.contains(&"on_hand".into()) && !new.contains(&"id".into()),
+        "{new:?}"
+    );
+    let change = props("VariantChangeIn");
+    assert!(
+        change.contains(&"id".into()) && !change.contains(&"on_hand".into()),
+        "{change:?}"
+    );
+    assert!(
+        component(doc, "/VariantChangeIn")["required"]
+            .as_array()
+            .unwrap()
+            .contains(&"id".into())
+    );
+    let patch = component(doc, "/ProductPatch/properties/variants/items");
+    assert_eq!(
+        component(doc, "/VariantPatchIn")["oneOf"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "{patch}"
+    );
+    let create = component(doc, "/ProductIn/properties/variants/items");
+    assert_eq!(
+        create["description"],
+        component(doc, "/NewVariantIn")["description"]
+    );
+
+    let body = |path: &str| {
+        doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        body("/stores/{store_id}/orders"),
+        "#/components/schemas/OrderIn"
+    );
+    assert_eq!(
+        body("/stores/{store_id}/orders/manual"),
+        "#/components/schemas/ManualOrderIn"
+    );
+    assert!(!props("OrderItemIn").contains(&"unit_price_cents".into()));
+    assert!(props("ManualOrderItemIn").contains(&"unit_price_cents".into()));
+    // Otherwise the two are the same body.
+    let mut plain = props("OrderItemIn");
+    plain.push("unit_price_cents".into());
+    plain.sort();
+    assert_eq!(plain, props("ManualOrderItemIn"));
+    assert_eq!(props("OrderIn"), props("ManualOrderIn"));
+
+    // What the schemas say is what the API does.
+    let app = spawn_app().await;
+    let (token, _) = app.member("owner@example.com").await;
+    let store = app.open_store(&token, "Org").await;
+    let products = format!("/v1/stores/{store}/products");
+    let made = app
+        .call(
+            post(),
+            &products,
+            &token,
+            Some(serde_json::json!({"title": "Mug", "variants": [
+                {"sku": "MUG-1", "price_cents": 1000, "on_hand": 3}]})),
+        )
+        .await;
+    made.expect(201);
+    let variant = made.body["variants"][0]["id"].clone();
+    let product = format!("{products}/{}", made.body["id"].as_str().unwrap());
+    let kept = serde_json::json!({"variants": [
+        {"id": variant, "sku": "MUG-1", "price_cents": 1200, "on_hand": 5}]});
+    app.call(crate::support::patch(), &product, &token, Some(kept))
+        .await
+        .expect_error(422, "validation_failed");
+    let kept = serde_json::json!({"variants": [
+        {"id": variant, "sku": "MUG-1", "price_cents": 1200},
+        {"sku": "MUG-2", "price_cents": 1300, "on_hand": 2}]});
+    app.call(crate::support::patch(), &product, &token, Some(kept))
+        .await
+        .expect(200);
+}
+
+/// Issue 21: a query filter that takes a fixed set of values declares them (a value
+/// outside them is 422): the product list's `status` and `sort`, the summary's `interval`,
+/// the inbox's `assignee`; and so do bodies: notification kinds, a read's ids or all, a
+/// brand color.
+#[tokio::test]
+async fn query_filters_declare_the_values_they_take() {
+    let docs = both_documents().await;
+    let doc = &docs[0].1;
+    let schema = |path: &str, name: &str| doc_param(doc, path, name)["schema"].clone();
+    assert_eq!(
+        schema("/stores/{store_id}/products", "status")["enum"],
+        serde_json::json!(["draft", "active", "archived"])
+    );
+    let sorts = schema("/stores/{store_id}/products", "sort")["enum"].clone();
+    for column in merchant_admin::catalog::store::SORT_COLUMNS {
+        assert!(
+            sorts.as_array().unwrap().contains(&column.into()),
+            "{sorts}"
+        );
+        assert!(
+            sorts
+                .as_array()
+                .unwrap()
+                .contains(&format!("-{column}").into())
+        );
+    }
+    assert_eq!(
+        schema("/stores/{store_id}/analytics/summary", "interval")["enum"],
+        serde_json::json!(["day", "week", "month"])
+    );
+    assert_eq!(
+        schema("/stores/{store_id}/analytics/summary", "from")["format"],
+        "date"
+    );
+    // Bodies, likewise: a preference names a notification kind; a read names ids or all.
+    let kinds = component(doc, "/PreferencesIn/properties/kinds/propertyNames");
+    let names: Vec<&str> = merchant_admin::notifications::model::Kind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(kinds["enum"], serde_json::json!(names), "{kinds}");
+    let read = component(doc, "/ReadIn");
+    assert_eq!(read["oneOf"].as_array().map(Vec::len), Some(2), "{read}");
+    let color = component(doc, "/ColorAliases/properties/action_primary");
+    assert_eq!(color["pattern"], "^#[0-9A-Fa-f]{6}$", "{color}");
+    let slug = &doc["paths"]["/docs/{slug}"]["get"]["parameters"][0]["schema"];
+    assert_eq!(
+        slug["enum"],
+        serde_json::json!(merchant_admin::docs::pages::SLUGS),
+        "{slug}"
+    );
+    let assignee = schema("/stores/{store_id}/conversations", "assignee");
+    assert_eq!(
+        assignee["oneOf"][0]["enum"],
+        serde_json::json!(["me", "none"]),
+        "{assignee}"
+    );
 }
