@@ -211,11 +211,23 @@ fn start_checkpointer(conn: Connection, commits: std::sync::Weak<AtomicU64>) -> 
                 if now == seen {
                     continue;
                 }
-                seen = now;
-                // Busy (another checkpoint running) or failed: the next look tries again, and
-                // the writer's backstop bounds the log meanwhile.
-                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                    tracing::debug!(error = %e, "checkpoint did not run");
+                // (busy, pages in the log, pages copied): only a checkpoint that copied the
+                // whole log is done with these commits. Busy (another checkpoint ran), cut
+                // short by a reader's older snapshot (a backup's) or failed: the next look
+                // tries again; the writer's backstop bounds the log meanwhile.
+                let done = conn
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, i64>(2)?,
+                        ))
+                    })
+                    .map(|(busy, log, copied)| busy == 0 && log == copied);
+                match done {
+                    Ok(true) => seen = now,
+                    Ok(false) => {}
+                    Err(e) => tracing::debug!(error = %e, "checkpoint did not run"),
                 }
             }
         })?;
@@ -257,10 +269,13 @@ impl Db {
         let mut writer = open_connection(path)?;
         migrate::run(&mut writer)?;
         writer.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES)?;
+        // The log file is cut back to this size when it starts over: a backup's long read
+        // can let it grow far past the backstop.
+        writer.pragma_update(None, "journal_size_limit", 64 << 20)?;
         // Each write of a batch runs in a savepoint, whose journal SQLite keeps in memory only
         // up to 64 KiB and then spills to a temporary file it creates, writes and deletes per
-        // batch: half the writer's system calls under load. Kept in memory, it is as large as
-        // what one batch changes.
+        // batch: half the writer's system calls under load. Kept in memory, it holds the
+        // pages one write changes (the cleanup runs each purge as a write of its own).
         writer.pragma_update(None, "temp_store", "MEMORY")?;
         // Commits the writer made, for the checkpointer to look at. Only the writer thread
         // holds it, so the checkpointer ends with the writer (when the last handle drops).

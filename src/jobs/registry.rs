@@ -126,21 +126,23 @@ impl Registry {
 }
 
 async fn run_cleanup(st: &AppState) -> anyhow::Result<()> {
-    let (now, cfg, jobs) = (st.clock.now(), st.cfg.clone(), st.jobs.clone());
-    let (rows, done) = st
+    let (now, cfg) = (st.clock.now(), st.cfg.clone());
+    // One write per purge: the writer keeps a write's savepoint journal in memory, so a
+    // purge's old pages are held only while that purge runs.
+    let mut rows = 0;
+    for &(_, purge) in &st.jobs.purges {
+        let cfg = cfg.clone();
+        rows += st.db.write(move |tx| purge(tx, now, &cfg)).await?;
+    }
+    let done = st
         .db
         .write(move |tx| {
-            let mut rows = 0;
-            for (_, purge) in &jobs.purges {
-                rows += purge(tx, now, &cfg)?;
-            }
-            let done = crate::db::exec(
+            Ok(crate::db::exec(
                 tx,
                 "DELETE FROM jobs WHERE (state = 'done' AND updated_at <= ?1)
                                      OR (state = 'dead' AND updated_at <= ?2)",
                 [time::format(now - KEEP_DONE), time::format(now - KEEP_DEAD)],
-            )?;
-            Ok((rows, done))
+            )?)
         })
         .await?;
     tracing::info!(rows, jobs = done, "cleanup done");
