@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 /// fails the test, and so does one listed here that is gone (keep the list honest).
 const KNOWN: &[(&str, &str)] = &[];
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The `.rs` files under `dir`, recursively.
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {

@@ -768,18 +768,6 @@ fn doc_of<'a>(docs: &'a [(&str, serde_json::Value)], path: &str) -> &'a serde_js
         .unwrap_or_else(|| panic!("a document has {path}"))
 }
 
-/// The `.rs` files under `dir`, recursively.
-fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// utoipa names a component after its type, whatever its module: two types of one name
 /// would be one component, the last registered, so one operation documents the other's body
 /// (the assistant's rename once took the inbox's conversation PATCH). Every type that
@@ -787,7 +775,7 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn no_two_schemas_share_a_component_name() {
     let mut files = Vec::new();
-    rust_files(
+    crate::layers::rust_files(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
         &mut files,
     );
