@@ -121,23 +121,36 @@ impl Default for Limits {
     }
 }
 
-/// Starts the writer thread: it takes batches of writes from `rx` and runs them on `conn`;
-/// `sized` is told each batch's size; `after_commit` runs after each batch's commit (or
-/// rollback), with the mutex still held and before any of its callers is answered: a
-/// revoked token's caller must not be answered before the credentials epoch moves.
-pub fn start(
+/// What the writer thread does besides running batches.
+pub struct Hooks<S, A, B> {
+    /// Told each batch's size.
+    pub sized: S,
+    /// Runs after each batch's commit (or rollback), with the mutex still held and before
+    /// any of its callers is answered: a revoked token's caller must not be answered
+    /// before the credentials epoch moves.
+    pub after_commit: A,
+    /// Runs before each batch, outside any transaction, with the mutex held.
+    pub between: B,
+}
+
+/// Starts the writer thread: it takes batches of writes from `rx` and runs them on `conn`.
+pub fn start<S, A, B>(
     conn: Arc<Mutex<Connection>>,
     rx: crossbeam_channel::Receiver<Write>,
     limits: Limits,
-    sized: impl Fn(usize) + Send + 'static,
-    after_commit: impl Fn() + Send + 'static,
-) {
+    hooks: Hooks<S, A, B>,
+) where
+    S: Fn(usize) + Send + 'static,
+    A: Fn() + Send + 'static,
+    B: Fn(&Connection) + Send + 'static,
+{
     std::thread::Builder::new()
         .name("db-write-0".into())
         .spawn(move || {
             while let Ok(first) = rx.recv() {
                 let mut c = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                sized(run_batch(&mut c, first, &rx, limits, &after_commit));
+                (hooks.between)(&c);
+                (hooks.sized)(run_batch(&mut c, first, &rx, limits, &hooks.after_commit));
             }
         })
         .expect("the writer thread starts");
@@ -271,9 +284,12 @@ mod tests {
             conn.clone(),
             rx,
             limits,
-            move |n| sized.lock().unwrap().push(n),
-            move || {
-                ending.fetch_add(1, Ordering::SeqCst);
+            super::Hooks {
+                sized: move |n| sized.lock().unwrap().push(n),
+                after_commit: move || {
+                    ending.fetch_add(1, Ordering::SeqCst);
+                },
+                between: |_: &Connection| {},
             },
         );
 
@@ -370,7 +386,12 @@ mod tests {
             writes: 64,
             time: Duration::from_secs(60),
         };
-        super::start(conn.clone(), rx, limits, |_| {}, || {});
+        let hooks = super::Hooks {
+            sized: |_| {},
+            after_commit: || {},
+            between: |_: &Connection| {},
+        };
+        super::start(conn.clone(), rx, limits, hooks);
         let busy = conn.lock().unwrap();
         let insert = |x: i64, code: ErrorCode| {
             move |tx: &super::Tx<'_>| -> Result<((), ()), AppError> {
