@@ -134,12 +134,20 @@ pub fn make_private(path: &Path) -> std::io::Result<()> {
 
 /// Creates the database file 0600 before SQLite does (SQLite would make it 0644; its WAL and
 /// SHM copy the main file's mode), and tightens the files of a data directory made before.
+///
+/// An existing file is never opened here: closing any descriptor of it would drop every POSIX
+/// lock this process's SQLite connections hold on it, and another process closing the
+/// database would then take itself for the last one and delete the log under them.
 fn restrict_db_files(path: &Path) -> std::io::Result<()> {
     let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(false);
+    o.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    drop(o.open(path)?);
+    match o.open(path) {
+        Ok(f) => drop(f),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
     make_private(path)?;
     for ext in ["db-wal", "db-shm"] {
         match make_private(&path.with_extension(ext)) {
@@ -225,10 +233,13 @@ fn checkpoint(c: &Connection) -> rusqlite::Result<(i64, i64, i64)> {
 /// batches, where nothing overtakes it.
 fn start_checkpointer(
     conn: Connection,
-    db_file: std::fs::File,
+    db_file: Option<std::fs::File>,
     commits: std::sync::Weak<AtomicU64>,
     end_log: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
+    // Closed only once this thread's connection is: closing any descriptor of the file drops
+    // every POSIX lock the process's connections hold on it. Leaked if the thread panics.
+    let db_file = std::mem::ManuallyDrop::new(db_file);
     std::thread::Builder::new()
         .name("db-checkpoint".into())
         .spawn(move || {
@@ -242,45 +253,52 @@ fn start_checkpointer(
                     continue;
                 }
                 // Rounds, each copying what was committed while the one before copied,
-                // until one copies little. A round that could not copy the whole log (busy:
-                // another checkpoint ran; cut short by a reader's older snapshot, a
+                // until one copies little; the database file's flush; a last round for what
+                // was committed during the flush. A round that could not copy the whole log
+                // (busy: another checkpoint ran; cut short by a reader's older snapshot, a
                 // backup's) or failed: the next look tries again; the writer's backstop
                 // bounds the log meanwhile.
                 let mut copied_before = 0;
-                let mut caught_up = false;
+                // Pages a round copied when it caught up with the log; `None` otherwise.
+                let mut round = || match checkpoint(&conn) {
+                    Ok((0, log, copied)) if log == copied => {
+                        let fresh = copied - copied_before;
+                        copied_before = copied;
+                        Some(fresh)
+                    }
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "checkpoint did not run");
+                        None
+                    }
+                };
+                let mut last = None;
                 for _ in 0..CHECKPOINT_ROUNDS {
-                    match checkpoint(&conn) {
-                        Ok((0, log, copied)) if log == copied => {
-                            caught_up = true;
-                            if copied - copied_before <= WRITER_ENDS_LOG_PAGES {
-                                break;
-                            }
-                            copied_before = copied;
-                        }
-                        Ok(_) => {
-                            caught_up = false;
-                            break;
-                        }
-                        Err(e) => {
-                            tracing::debug!(error = %e, "checkpoint did not run");
-                            caught_up = false;
-                            break;
-                        }
+                    last = round();
+                    if last.is_none_or(|fresh| fresh <= WRITER_ENDS_LOG_PAGES) {
+                        break;
                     }
                 }
-                if !caught_up {
+                if last.is_none() {
                     continue;
                 }
-                // SQLite syncs the database file only after a round no commit overtook;
-                // this flush leaves the writer's little to do. (Without it, the writer's
-                // checkpoint flushes it all.)
-                if let Err(e) = db_file.sync_data() {
-                    tracing::debug!(error = %e, "flushing the database file failed");
+                // SQLite syncs the database file only after a round no commit overtook; this
+                // flush leaves the writer's checkpoint little to sync. An error is not left
+                // for SQLite's own fsync to miss (older kernels report it once).
+                if let Some(f) = db_file.as_ref()
+                    && let Err(e) = f.sync_data()
+                {
+                    tracing::error!(error = %e, "flushing the database file failed");
+                    continue;
+                }
+                if round().is_none() {
+                    continue;
                 }
                 seen = now;
                 end_log.store(true, Ordering::Relaxed);
             }
-            std::mem::forget(db_file);
+            drop(conn);
+            drop(std::mem::ManuallyDrop::into_inner(db_file));
         })?;
     Ok(())
 }
@@ -334,9 +352,8 @@ impl Db {
         let end_log = Arc::new(AtomicBool::new(false));
         start_checkpointer(
             open_connection(path)?,
-            // Read-only, for `fdatasync` only, and never closed: closing any descriptor of
-            // the file would drop every POSIX lock SQLite's own descriptors hold on it.
-            std::fs::File::open(path)?,
+            // Read-only, for `fdatasync` only (Windows flushes only a handle that writes).
+            cfg!(unix).then(|| std::fs::File::open(path)).transpose()?,
             Arc::downgrade(&commits),
             end_log.clone(),
         )?;
