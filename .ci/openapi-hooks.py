@@ -9,12 +9,18 @@ configuration under .ci/schemathesis/).
    so a body meant to be valid is valid; negative cases are left as generated.
 2. `DELETE /me/sessions/{session_id}` signs a device out, once, and `POST /me/password`
    signs out every other device: a case that names the account's other device (the id the
-   session-end configuration passes) gets a device signed in just for it."""
+   session-end configuration passes) gets a device signed in just for it.
+3. A key names one request (spec 8: the same `Idempotency-Key` with another request is 422
+   `idempotency_key_reused`), but the generated keys repeat across operations and cases: a
+   positive case's key gets a suffix of its own, so it names no earlier request. Negative
+   cases keep theirs."""
 import json
 import os
 import re
+import itertools
 import tomllib
 import urllib.request
+import uuid
 
 import schemathesis
 from schemathesis.generation.meta import TestPhase
@@ -76,9 +82,24 @@ def new_session():
         return json.load(response)["session_id"]
 
 
+KEY_SUFFIXES = itertools.count()
+RUN = uuid.uuid4().hex[:12]
+
+
+def own_key(key):
+    """`key` made unique in this run, still 1 to 255 printable characters without spaces."""
+    suffix = f"-{RUN}-{next(KEY_SUFFIXES)}"
+    return key[:255 - len(suffix)] + suffix
+
+
 @schemathesis.hook
 def before_call(context, case, kwargs):
     meta = case.meta
+    positive = meta is not None and meta.generation.mode == GenerationMode.POSITIVE
+    headers = case.headers or {}
+    for name in [n for n in headers if n.lower() == "idempotency-key"]:
+        if positive and isinstance(headers[name], str):
+            headers[name] = own_key(headers[name])
     if (isinstance(case.body, dict) and meta is not None
             and meta.phase.name in (TestPhase.EXAMPLES, TestPhase.COVERAGE)
             and meta.generation.mode == GenerationMode.POSITIVE):
