@@ -47,7 +47,8 @@ pub struct VariantIn {
     pub sku: String,
     #[schema(minimum = 0)]
     pub price_cents: i64,
-    /// Default "Default".
+    /// Default "Default"; 1 to 255 characters.
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub title: Option<String>,
     #[schema(minimum = 0)]
     pub compare_at_price_cents: Option<i64>,
