@@ -13,7 +13,8 @@ configuration under .ci/schemathesis/).
 3. A key names one request (spec 8: the same `Idempotency-Key` with another request is 422
    `idempotency_key_reused`), but the generated keys repeat across operations and cases: a
    positive case's key gets a suffix of its own, so it names no earlier request. Negative
-   cases keep theirs."""
+   cases keep theirs.
+4. A workflow run's `subject` names a record of its `type`: the demo's order or customer."""
 import json
 import os
 import re
@@ -64,7 +65,11 @@ def values_for(case):
 
 
 def fill(body, key, value):
-    if "[*]." in key:
+    if key.endswith("[*]"):
+        items = body.get(key[:-3])
+        if isinstance(items, list):
+            items[:] = [value] * len(items)
+    elif "[*]." in key:
         head, field = key.split("[*].", 1)
         for item in body.get(head) or []:
             if isinstance(item, dict) and field in item:
@@ -82,6 +87,8 @@ def new_session():
         return json.load(response)["session_id"]
 
 
+# A workflow run's subject is an order or a customer of the store: the demo's of its type.
+SUBJECTS = {"order": "FUZZ_ORDER_ID", "customer": "FUZZ_CUSTOMER_ID"}
 KEY_SUFFIXES = itertools.count()
 RUN = uuid.uuid4().hex[:12]
 
@@ -105,6 +112,9 @@ def before_call(context, case, kwargs):
             and meta.generation.mode == GenerationMode.POSITIVE):
         for key, value in values_for(case).items():
             fill(case.body, key, value)
+    subject = case.body.get("subject") if isinstance(case.body, dict) else None
+    if positive and isinstance(subject, dict) and subject.get("type") in SUBJECTS:
+        subject["id"] = os.environ.get(SUBJECTS[subject["type"]], subject.get("id"))
     spare = os.environ.get("FUZZ_SPARE_SESSION_ID")
     params = case.path_parameters or {}
     if spare and case.method.upper() == "DELETE" and params.get("session_id") == spare:
