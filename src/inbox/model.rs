@@ -422,6 +422,10 @@ impl ToSchema for ConversationPatchIn {
     fn name() -> std::borrow::Cow<'static, str> {
         std::borrow::Cow::Borrowed("ConversationPatch")
     }
+
+    fn schemas(out: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+        <ConversationPatch as ToSchema>::schemas(out);
+    }
 }
 
 // ---- messages and notes -----------------------------------------------------------------
