@@ -14,7 +14,11 @@ configuration under .ci/schemathesis/).
    `idempotency_key_reused`), but the generated keys repeat across operations and cases: a
    positive case's key gets a suffix of its own, so it names no earlier request. Negative
    cases keep theirs.
-4. A workflow run's `subject` names a record of its `type`: the demo's order or customer."""
+4. A workflow run's `subject` names a record of its `type`: the demo's order or customer.
+5. A storefront cart is opened by `POST .../carts`, whose token only its answer carries: the
+   positive cases of the examples, coverage and fuzzing phases that name a cart name the one
+   .ci/openapi-check opened (FUZZ_CART_ID, with a line and a contact), with its token. The
+   stateful phase follows the links from the carts it opens."""
 import json
 import os
 import re
@@ -112,6 +116,16 @@ def before_call(context, case, kwargs):
             and meta.generation.mode == GenerationMode.POSITIVE):
         for key, value in values_for(case).items():
             fill(case.body, key, value)
+    cart = os.environ.get("FUZZ_CART_ID")
+    params = case.path_parameters or {}
+    if (cart and positive and "cart_id" in params
+            and meta.phase.name in (TestPhase.EXAMPLES, TestPhase.COVERAGE, TestPhase.FUZZING)):
+        params["cart_id"] = cart
+        if case.headers is None:
+            case.headers = {}
+        for name in [n for n in case.headers if n.lower() == "x-cart-token"]:
+            del case.headers[name]
+        case.headers["X-Cart-Token"] = os.environ["FUZZ_CART_TOKEN"]
     subject = case.body.get("subject") if isinstance(case.body, dict) else None
     if positive and isinstance(subject, dict) and subject.get("type") in SUBJECTS:
         subject["id"] = os.environ.get(SUBJECTS[subject["type"]], subject.get("id"))
