@@ -16,9 +16,12 @@ configuration under .ci/schemathesis/).
    cases keep theirs.
 4. A workflow run's `subject` names a record of its `type`: the demo's order or customer.
 5. A storefront cart is opened by `POST .../carts`, whose token only its answer carries: the
-   positive cases of the examples, coverage and fuzzing phases that name a cart name the one
-   .ci/openapi-check opened (FUZZ_CART_ID, with a line and a contact), with its token. The
-   stateful phase follows the links from the carts it opens."""
+   positive cases of the examples, coverage and fuzzing phases that name a cart name one
+   .ci/openapi-check opened (with a line and a contact), with its token: a checkout its own
+   (FUZZ_CHECKOUT_CART_ID), the other calls FUZZ_CART_ID. The stateful phase follows the
+   links from the carts it opens.
+6. A list's `cursor` is one a previous page answered with (it is signed): a positive case
+   sends none rather than a generated one, which no page gave. Negative cases keep theirs."""
 import json
 import os
 import re
@@ -116,7 +119,8 @@ def before_call(context, case, kwargs):
             and meta.generation.mode == GenerationMode.POSITIVE):
         for key, value in values_for(case).items():
             fill(case.body, key, value)
-    cart = os.environ.get("FUZZ_CART_ID")
+    which = "FUZZ_CHECKOUT_CART" if case.path.endswith("/checkout") else "FUZZ_CART"
+    cart = os.environ.get(f"{which}_ID")
     params = case.path_parameters or {}
     if (cart and positive and "cart_id" in params
             and meta.phase.name in (TestPhase.EXAMPLES, TestPhase.COVERAGE, TestPhase.FUZZING)):
@@ -125,7 +129,9 @@ def before_call(context, case, kwargs):
             case.headers = {}
         for name in [n for n in case.headers if n.lower() == "x-cart-token"]:
             del case.headers[name]
-        case.headers["X-Cart-Token"] = os.environ["FUZZ_CART_TOKEN"]
+        case.headers["X-Cart-Token"] = os.environ[f"{which}_TOKEN"]
+    if positive and isinstance(case.query, dict):
+        case.query.pop("cursor", None)
     subject = case.body.get("subject") if isinstance(case.body, dict) else None
     if positive and isinstance(subject, dict) and subject.get("type") in SUBJECTS:
         subject["id"] = os.environ.get(SUBJECTS[subject["type"]], subject.get("id"))
