@@ -4,7 +4,9 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::model::{AdsSettingsIn, AdsSettingsOut, FeedQuery, FeedTokenOut, SyncOut};
+use super::model::{
+    AdsSettingsBody, AdsSettingsIn, AdsSettingsOut, FeedQuery, FeedTokenOut, SyncOut,
+};
 use super::{feed, store, sync};
 use crate::audit::{self, Actor};
 use crate::error::AppError;
@@ -156,7 +158,7 @@ fn check_catalog_id(v: &str) -> Result<String, AppError> {
 /// Sets the ad network catalog the push sync writes to and its access token (stored
 /// sealed, never returned), or clears both with nulls; one without the other is 422.
 #[utoipa::path(put, path = "/stores/{store_id}/ads/settings", tag = "ads",
-    security(("bearer" = [])), params(("store_id" = StoreId, Path)), request_body = AdsSettingsIn,
+    security(("bearer" = [])), params(("store_id" = StoreId, Path)), request_body = AdsSettingsBody,
     responses((status = 200, body = AdsSettingsOut), (status = 403, body = ErrorBody),
               (status = 422, body = ErrorBody)))]
 pub async fn put_settings(

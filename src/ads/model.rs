@@ -24,9 +24,11 @@ pub struct AdsSettingsOut {
     pub last_sync_error: Option<String>,
 }
 
-/// Sets (both fields) or clears (both null) the catalog the push sync writes to.
+/// Sets (both fields) or clears (both null) the catalog the push sync writes to. Its
+/// schema is [`AdsSettingsBody`], which says that the two go together.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AdsSettingsFields)]
 pub struct AdsSettingsIn {
     /// 1 to 128 of letters, digits, `-`, `_` and `.`.
     #[schema(pattern = r"^\s*[A-Za-z0-9._-]{1,128}\s*$", example = "catalog-1")]
@@ -35,6 +37,49 @@ pub struct AdsSettingsIn {
     /// stored sealed and never returned.
     #[schema(pattern = r"^\s*[!-~]{1,4096}\s*$", example = "adnet-token-123")]
     pub access_token: Option<String>,
+}
+
+/// [`AdsSettingsIn`] as the handler takes it: both fields set, or both null (or absent).
+pub struct AdsSettingsBody;
+
+impl utoipa::PartialSchema for AdsSettingsBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+        let fields = || match <AdsSettingsIn as utoipa::PartialSchema>::schema() {
+            RefOr::T(Schema::Object(o)) => o,
+            _ => unreachable!("a struct's schema is an object"),
+        };
+        let mut set = fields();
+        for field in ["catalog_id", "access_token"] {
+            if let Some(RefOr::T(Schema::Object(f))) = set.properties.get_mut(field) {
+                f.schema_type = Type::String.into();
+            }
+        }
+        set.required = vec!["catalog_id".to_owned(), "access_token".to_owned()];
+        set.description = Some("Sets the catalog and its access token.".to_owned());
+        let mut clear = fields();
+        for field in ["catalog_id", "access_token"] {
+            clear.properties.insert(
+                field.to_owned(),
+                ObjectBuilder::new().schema_type(Type::Null).into(),
+            );
+        }
+        clear.description = Some("Clears them.".to_owned());
+        OneOfBuilder::new()
+            .description(Some(
+                "Sets (both fields) or clears (both null) the catalog the push sync writes to.",
+            ))
+            .item(set)
+            .item(clear)
+            .into()
+    }
+}
+
+impl ToSchema for AdsSettingsBody {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("AdsSettingsIn")
+    }
 }
 
 /// A new feed token: shown only in this answer.

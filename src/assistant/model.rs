@@ -56,6 +56,7 @@ pub struct ChatIn {
     /// Continue this conversation; omitted, a new one starts (named after the message).
     pub conversation_id: Option<AssistantConversationId>,
     /// 1 to 8,000 characters.
+    #[schema(min_length = 1, max_length = 8000, pattern = r"\S")]
     pub message: String,
 }
 

@@ -85,21 +85,24 @@ pub struct BrandSystem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Assets {
-    /// http(s) URL or null.
+    /// http(s) URL or null; sent either way (null when there is none), as the two logos are.
     #[serde(deserialize_with = "nullable")]
     #[schema(
+        required = true,
         max_length = 2048,
         pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
     )]
     pub favicon_url: Option<String>,
     #[serde(deserialize_with = "nullable")]
     #[schema(
+        required = true,
         max_length = 2048,
         pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
     )]
     pub logo_url: Option<String>,
     #[serde(deserialize_with = "nullable")]
     #[schema(
+        required = true,
         max_length = 2048,
         pattern = r"^https?://[a-z0-9]+(\.[a-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
     )]

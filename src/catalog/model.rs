@@ -47,7 +47,8 @@ pub struct VariantIn {
     pub sku: String,
     #[schema(minimum = 0)]
     pub price_cents: i64,
-    /// Default "Default".
+    /// Default "Default"; 1 to 255 characters.
+    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub title: Option<String>,
     #[schema(minimum = 0)]
     pub compare_at_price_cents: Option<i64>,
@@ -160,8 +161,8 @@ pub struct ProductIn {
     pub status: Option<ProductStatus>,
     pub category_ids: Option<Vec<CategoryId>>,
     pub tags: Option<Vec<String>>,
-    /// 1 to 100, each SKU once.
-    #[schema(value_type = Vec<NewVariantIn>, min_items = 1, max_items = 100)]
+    /// 1 to 100, each SKU once (so no two alike).
+    #[schema(value_type = std::collections::BTreeSet<NewVariantIn>, min_items = 1, max_items = 100)]
     pub variants: Vec<VariantIn>,
 }
 
@@ -180,7 +181,11 @@ pub struct ProductPatch {
     /// The product's variants afterwards (1 to 100): those listed with `id` are kept and
     /// changed, those without are added, the rest removed (refused, 409, while they hold
     /// stock).
-    #[schema(value_type = Option<Vec<VariantPatchIn>>, min_items = 1, max_items = 100)]
+    #[schema(
+        value_type = Option<std::collections::BTreeSet<VariantPatchIn>>,
+        min_items = 1,
+        max_items = 100
+    )]
     pub variants: Option<Vec<VariantIn>>,
 }
 

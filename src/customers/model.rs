@@ -37,7 +37,14 @@ pub fn tag(raw: &str) -> Result<String, &'static str> {
 pub struct CustomerIn {
     #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: String,
+    /// An e-mail address (an empty string is none); the pattern is its plain ASCII subset.
+    #[schema(
+        max_length = 254,
+        pattern = r"^$|^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$"
+    )]
     pub email: Option<String>,
+    /// 6 to 15 digits, an optional leading `+` and the separators ` -().`.
+    #[schema(pattern = r"^$|^\+?([ ().-]*[0-9]){6,15}[ ().-]*$")]
     pub phone: Option<String>,
     pub addresses: Option<Vec<Address>>,
     /// Default false.
@@ -51,7 +58,12 @@ pub struct CustomerIn {
 pub struct CustomerPatch {
     #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
+    #[schema(
+        max_length = 254,
+        pattern = r"^$|^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$"
+    )]
     pub email: Option<String>,
+    #[schema(pattern = r"^$|^\+?([ ().-]*[0-9]){6,15}[ ().-]*$")]
     pub phone: Option<String>,
     pub addresses: Option<Vec<Address>>,
     pub accepts_marketing: Option<bool>,
@@ -64,7 +76,14 @@ pub struct CustomerOut {
     pub id: CustomerId,
     pub store_id: StoreId,
     pub name: String,
+    /// An e-mail address (an empty string is none); the pattern is its plain ASCII subset.
+    #[schema(
+        max_length = 254,
+        pattern = r"^$|^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$"
+    )]
     pub email: Option<String>,
+    /// 6 to 15 digits, an optional leading `+` and the separators ` -().`.
+    #[schema(pattern = r"^$|^\+?([ ().-]*[0-9]){6,15}[ ().-]*$")]
     pub phone: Option<String>,
     pub addresses: Vec<Address>,
     pub accepts_marketing: bool,

@@ -115,18 +115,55 @@ pub fn text(field: &str, v: &str, min: usize, max: usize) -> Result<String, AppE
 /// Deserializes JSON, telling a syntax error (400) from a field error (422).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let inner = e.inner();
-        // serde_json files some type mismatches (a number where an enum goes) under syntax
-        // errors, so "malformed" is decided by whether the bytes are JSON at all.
-        let well_formed =
-            inner.is_data() || serde_json::from_slice::<serde_json::Value>(bytes).is_ok();
-        if well_formed {
-            field_error(&e.path().to_string(), &inner.to_string())
-        } else {
-            AppError::bad_request(format!("malformed JSON: {inner}"))
+    serde_path_to_error::deserialize(de)
+        .or_else(|e| {
+            // JSON has one kind of number and JSON Schema's `integer` admits `2.0`: a body that
+            // writes a whole number with a fraction is read once more with the integer it means.
+            // Every other refusal (and its message) stays as it was.
+            if let Some(value) = whole_numbers_as_integers(bytes)
+                && let Ok(t) = serde_path_to_error::deserialize(value)
+            {
+                return Ok(t);
+            }
+            Err(e)
+        })
+        .map_err(|e| {
+            let inner = e.inner();
+            // serde_json files some type mismatches (a number where an enum goes) under syntax
+            // errors, so "malformed" is decided by whether the bytes are JSON at all.
+            let well_formed =
+                inner.is_data() || serde_json::from_slice::<serde_json::Value>(bytes).is_ok();
+            if well_formed {
+                field_error(&e.path().to_string(), &inner.to_string())
+            } else {
+                AppError::bad_request(format!("malformed JSON: {inner}"))
+            }
+        })
+}
+
+/// The body with each whole number written as a float (`2.0`, `1e3`) made an integer;
+/// `None` when it is not JSON or has none. Past 2^53 a float no longer names one integer.
+fn whole_numbers_as_integers(bytes: &[u8]) -> Option<serde_json::Value> {
+    fn walk(v: &mut serde_json::Value) -> bool {
+        use serde_json::Value;
+        match v {
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => {
+                    // In range and whole, so the cast is exact.
+                    #[allow(clippy::cast_possible_truncation)]
+                    let i = f as i64;
+                    *v = Value::from(i);
+                    true
+                }
+                _ => false,
+            },
+            Value::Array(items) => items.iter_mut().fold(false, |any, x| walk(x) | any),
+            Value::Object(fields) => fields.values_mut().fold(false, |any, x| walk(x) | any),
+            _ => false,
         }
-    })
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    walk(&mut value).then_some(value)
 }
 
 /// Turns a serde message at `path` into `details.fields`. serde reports a missing field at
@@ -209,4 +246,31 @@ pub fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
     d: D,
 ) -> Result<Option<Option<T>>, D::Error> {
     <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_json;
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Line {
+        quantity: i64,
+        price: Option<f64>,
+    }
+
+    #[test]
+    fn a_whole_number_written_as_a_float_is_that_integer() {
+        let l: Line = parse_json(br#"{"quantity": 239.0, "price": 2.0}"#).unwrap();
+        assert_eq!((l.quantity, l.price), (239, Some(2.0)));
+        let l: Line = parse_json(br#"{"quantity": 3}"#).unwrap();
+        assert_eq!(l.quantity, 3);
+    }
+
+    #[test]
+    fn a_fraction_or_a_float_past_2_pow_53_is_still_refused() {
+        for body in [r#"{"quantity": 2.5}"#, r#"{"quantity": 1e300}"#] {
+            let e = parse_json::<Line>(body.as_bytes()).unwrap_err();
+            assert_eq!(e.status.as_u16(), 422, "{body}");
+        }
+    }
 }

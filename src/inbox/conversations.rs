@@ -9,8 +9,8 @@ use super::attachments::MessageBody;
 use super::events;
 use super::model::{
     ConversationCounts, ConversationDetail, ConversationFilter, ConversationOut, ConversationPatch,
-    ConversationSort, ConversationStatus, InboxRow, MessageFilter, MessageIn, MessageOut, NoteIn,
-    NoteOut, Sent, TypingIn,
+    ConversationPatchIn, ConversationSort, ConversationStatus, InboxRow, MessageFilter, MessageIn,
+    MessageOut, NoteIn, NoteOut, Sent, TypingIn,
 };
 use super::store::{self, ConversationChange, InboxQuery, MessageRange};
 use crate::audit::{self, Actor};
@@ -136,7 +136,7 @@ pub async fn get_conversation(
 #[utoipa::path(patch, path = "/stores/{store_id}/conversations/{conversation_id}", tag = "inbox",
     security(("bearer" = [])),
     params(("store_id" = StoreId, Path), ("conversation_id" = ConversationId, Path)),
-    request_body = ConversationPatch,
+    request_body = ConversationPatchIn,
     responses((status = 200, body = ConversationOut), (status = 404, body = ErrorBody),
               (status = 422, body = ErrorBody)))]
 pub async fn update_conversation(

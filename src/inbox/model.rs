@@ -114,7 +114,8 @@ pub struct ChannelSettings {
     pub inbound_secret: Option<String>,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+/// A new channel; what it takes depends on its `kind` (see the schema below).
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelIn {
     pub kind: ChannelKind,
@@ -125,11 +126,115 @@ pub struct ChannelIn {
     pub settings: Option<ChannelSettings>,
 }
 
+/// The origins a chat widget may be embedded on, as the handler takes them: at most 50 of a
+/// scheme and a host name, and a port of four digits (`http://localhost:3000`); a default
+/// port written out is refused, as is a host that reads as an IP address.
+fn origins_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(ObjectBuilder::new().schema_type(Type::String).pattern(Some(
+            r"^https?://([a-z0-9]+(-[a-z0-9]+)*\.)*[a-z][a-z0-9]*(-[a-z0-9]+)*(:[1-9][0-9]{3})?/?$",
+        )))
+        .max_items(Some(50))
+        .examples([serde_json::json!(["https://shop.example.com"])])
+        .build()
+}
+
+impl utoipa::PartialSchema for ChannelIn {
+    /// One object per kind, with the settings that kind requires (a chat channel takes
+    /// none, and is the only one with `allowed_origins`), as `split_settings` checks them.
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::schema::{
+            AdditionalProperties, ObjectBuilder, OneOfBuilder, SchemaType, Type,
+        };
+        let closed = |types: SchemaType| {
+            ObjectBuilder::new()
+                .schema_type(types)
+                .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        };
+        let text = |max: usize, pattern: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(max))
+                .pattern(Some(pattern))
+        };
+        let channel = |kind: &str| {
+            closed(SchemaType::new(Type::Object))
+                .property(
+                    "kind",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some([kind])),
+                )
+                .required("kind")
+                .property("name", text(120, r"\S"))
+                .required("name")
+        };
+        let settings = |fields: Vec<(&str, ObjectBuilder)>| {
+            let mut o = closed(SchemaType::new(Type::Object));
+            for (name, schema) in fields {
+                o = o.property(name, schema).required(name);
+            }
+            o
+        };
+        let secret = || text(255, r"\S");
+        OneOfBuilder::new()
+            .description(Some(
+                "A new channel. `storefront_chat`: optional `allowed_origins`, no settings. \
+                 `msgapp`: `settings` with `phone_number_id` (the provider's numeric id), \
+                 `app_secret` and `verify_token`. `email`: `settings` with `address` and \
+                 `inbound_secret`. Secrets are sealed at rest and never returned.",
+            ))
+            .item(
+                channel("storefront_chat")
+                    .property("allowed_origins", origins_schema())
+                    .property(
+                        "settings",
+                        closed(SchemaType::from_iter([Type::Object, Type::Null])),
+                    ),
+            )
+            .item(
+                channel("msgapp")
+                    .property(
+                        "settings",
+                        settings(vec![
+                            ("phone_number_id", text(32, r"^[0-9]{1,32}$")),
+                            ("app_secret", secret()),
+                            ("verify_token", secret()),
+                        ]),
+                    )
+                    .required("settings"),
+            )
+            .item(
+                channel("email")
+                    .property(
+                        "settings",
+                        settings(vec![
+                            (
+                                "address",
+                                text(254, r"^[^@\s]+@[^@\s.]+(\.[^@\s.]+)+$")
+                                    .examples([serde_json::json!("support@shop.example.com")]),
+                            ),
+                            ("inbound_secret", secret()),
+                        ]),
+                    )
+                    .required("settings"),
+            )
+            .into()
+    }
+}
+
+impl ToSchema for ChannelIn {}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelPatch {
     pub name: Option<String>,
     pub enabled: Option<bool>,
+    /// Chat channels only.
+    #[schema(schema_with = origins_schema)]
     pub allowed_origins: Option<Vec<String>>,
     /// Replaces the given settings; the others are kept.
     pub settings: Option<ChannelSettings>,
@@ -249,8 +354,78 @@ pub struct ConversationPatch {
     #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schema(value_type = Option<UserId>)]
     pub assignee_user_id: Option<Option<UserId>>,
+    /// At most 20 labels of 1 to 50 characters.
+    #[schema(max_items = 20)]
     pub labels: Option<Vec<String>>,
     pub snoozed_until: Option<String>,
+}
+
+/// [`ConversationPatch`] as the handler takes it: `snoozed_until`, a future time, comes with
+/// `status: snoozed` and with nothing else (`snooze` in conversations.rs).
+pub struct ConversationPatchIn;
+
+impl utoipa::PartialSchema for ConversationPatchIn {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::{
+            KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, SchemaType, Type,
+        };
+        let fields = || match <ConversationPatch as utoipa::PartialSchema>::schema() {
+            RefOr::T(Schema::Object(o)) => o,
+            _ => unreachable!("a struct's schema is an object"),
+        };
+        let mut snoozed = fields();
+        snoozed.properties.insert(
+            "status".to_owned(),
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["snoozed"]))
+                .into(),
+        );
+        snoozed.properties.insert(
+            "snoozed_until".to_owned(),
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+                .description(Some("When the conversation opens again: a future time."))
+                .examples([serde_json::json!("2036-03-14T15:09:26Z")])
+                .into(),
+        );
+        snoozed.required = vec!["status".to_owned(), "snoozed_until".to_owned()];
+        let mut other = fields();
+        other.properties.remove("snoozed_until");
+        let others: Vec<Option<&str>> = ConversationStatus::ALL
+            .iter()
+            .filter(|s| **s != ConversationStatus::Snoozed)
+            .map(|s| Some(s.as_str()))
+            .chain([None])
+            .collect();
+        other.properties.insert(
+            "status".to_owned(),
+            ObjectBuilder::new()
+                .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                .enum_values(Some(others))
+                .into(),
+        );
+        OneOfBuilder::new()
+            .description(Some(
+                "Changes status, priority, assignee or labels; `status: snoozed` comes with \
+                 `snoozed_until` (a future time), which no other change takes.",
+            ))
+            .item(other)
+            .item(snoozed)
+            .into()
+    }
+}
+
+impl ToSchema for ConversationPatchIn {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("ConversationPatch")
+    }
+
+    fn schemas(out: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+        <ConversationPatch as ToSchema>::schemas(out);
+    }
 }
 
 // ---- messages and notes -----------------------------------------------------------------

@@ -12,19 +12,24 @@ use crate::ids::{CampaignId, CustomerId, SegmentId, StoreId};
 pub struct SegmentFilter {
     /// Customers carrying at least one of these tags (1 to 20 tags).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_items = 1, max_items = 20)]
     pub tags_any: Option<Vec<String>>,
     /// The customer's `total_spent_cents` (kept by the orders area) is at least this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_i64)]
     pub total_spent_min_cents: Option<i64>,
     /// ... and at most this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_i64)]
     pub total_spent_max_cents: Option<i64>,
     /// The customer's latest order was placed before this instant (RFC 3339). Customers
     /// with no order do not match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     pub last_order_before: Option<String>,
     /// The customer's latest order was placed at or after this instant (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     pub last_order_after: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepts_marketing: Option<bool>,
@@ -159,7 +164,13 @@ pub struct ScheduleIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendTestIn {
-    /// Where the test copy goes.
+    /// Where the test copy goes: an address the mailer takes (a dot-atom local part and a
+    /// host name; the pattern is the plain subset of what it takes).
+    #[schema(
+        max_length = 254,
+        pattern = r"^[A-Za-z0-9_%+-]+(\.[A-Za-z0-9_%+-]+)*@[A-Za-z0-9]+(-[A-Za-z0-9]+)*(\.[A-Za-z0-9]+(-[A-Za-z0-9]+)*)+$",
+        example = "ana@example.com"
+    )]
     pub email: String,
 }
 

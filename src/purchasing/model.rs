@@ -12,7 +12,14 @@ pub struct SupplierOut {
     pub id: SupplierId,
     pub store_id: StoreId,
     pub name: String,
+    /// An e-mail address (an empty string is none); the pattern is its plain ASCII subset.
+    #[schema(
+        max_length = 254,
+        pattern = r"^$|^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$"
+    )]
     pub email: Option<String>,
+    /// 6 to 15 digits, an optional leading `+` and the separators ` -().`.
+    #[schema(pattern = r"^$|^\+?([ ().-]*[0-9]){6,15}[ ().-]*$")]
     pub phone: Option<String>,
     pub contact_name: Option<String>,
     pub notes: Option<String>,
@@ -26,7 +33,14 @@ pub struct SupplierIn {
     /// 1 to 255 characters.
     #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: String,
+    /// An e-mail address (an empty string is none); the pattern is its plain ASCII subset.
+    #[schema(
+        max_length = 254,
+        pattern = r"^$|^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$"
+    )]
     pub email: Option<String>,
+    /// 6 to 15 digits, an optional leading `+` and the separators ` -().`.
+    #[schema(pattern = r"^$|^\+?([ ().-]*[0-9]){6,15}[ ().-]*$")]
     pub phone: Option<String>,
     /// Up to 255 characters.
     #[schema(max_length = 255)]
@@ -43,10 +57,17 @@ pub struct SupplierPatch {
     #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(
+        value_type = Option<String>,
+        max_length = 254,
+        pattern = r"^$|^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$"
+    )]
     pub email: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(
+        value_type = Option<String>,
+        pattern = r"^$|^\+?([ ().-]*[0-9]){6,15}[ ().-]*$"
+    )]
     pub phone: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, max_length = 255)]

@@ -66,7 +66,12 @@ pub struct StorePatch {
     /// path (`shop.example.com.br`), at most 253 characters; null removes it. One store per
     /// domain: 409 `conflict` when another store has it.
     #[serde(default, deserialize_with = "crate::http::extract::present")]
-    #[schema(value_type = Option<String>, max_length = 253)]
+    #[schema(
+        value_type = Option<String>,
+        max_length = 253,
+        pattern = r"^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$",
+        example = "shop.example.com.br"
+    )]
     pub custom_domain: Option<Option<String>>,
 }
 
@@ -81,6 +86,20 @@ pub enum PaymentMethod {
     CashOnDelivery,
 }
 
+/// The schema of a zone's `regions`: one or more of the codes the handler takes (as it
+/// stores them; it also takes them in lower case).
+fn uf_codes() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(super::settings::UF_CODES)),
+        )
+        .min_items(Some(1))
+        .build()
+}
+
 /// A shipping zone as sent.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -90,7 +109,7 @@ pub struct ShippingZoneIn {
     pub name: String,
     /// Brazilian state codes (UF) such as `SP` or `RJ`; at least one. Sent in any case,
     /// stored uppercase, duplicates dropped.
-    #[schema(min_items = 1)]
+    #[schema(schema_with = uf_codes)]
     pub regions: Vec<String>,
     /// The freight price in the zone, in cents.
     #[schema(minimum = 0)]

@@ -10,7 +10,7 @@ use crate::http::extract::text;
 pub const MAX_ZONES: usize = 50;
 
 /// The 27 federative units of Brazil (26 states and the Federal District).
-const UF_CODES: [&str; 27] = [
+pub const UF_CODES: [&str; 27] = [
     "AC", "AL", "AP", "AM", "BA", "CE", "DF", "ES", "GO", "MA", "MT", "MS", "MG", "PA", "PB", "PR",
     "PE", "PI", "RJ", "RN", "RS", "RO", "RR", "SC", "SP", "SE", "TO",
 ];

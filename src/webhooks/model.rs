@@ -164,6 +164,7 @@ pub struct CatalogEntry {
 pub struct RecoverIn {
     /// Re-send every failed delivery whose last attempt is at or after this time (RFC 3339,
     /// at most 14 days ago).
+    #[schema(format = DateTime)]
     pub since: String,
 }
 
