@@ -3,13 +3,14 @@
 //! reviews and then of 1,000,000 of each (seeded through the `bench-routes` seeding route, in
 //! transactions of 5,000). Target: with the total at least 0.8x the requests/s of the same
 //! list without, at both sizes, and p99 at 1,000,000 rows within 1.5x of p99 at 100,000.
+//! Each list with its total alternates with the same list without, in rounds.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Args, Call, Scenario};
+use super::{Args, Call, Measured, Scenario};
 
 /// The lists measured: (name, path under the store).
 const LISTS: [(&str, &str); 8] = [
@@ -77,6 +78,11 @@ async fn totals(client: &reqwest::Client, base: &str, token: &str, p: &str) -> S
     out.join(", ")
 }
 
+/// Rounds per pair. The list without its total and the same list with it alternate (and
+/// swap which goes first), so the host's drift (other tenants, the page cache) falls on both
+/// alike; one block each left single ratios 0.70 - 1.24x on a shared host.
+const ROUNDS: u32 = 5;
+
 /// Measures every list; (req/s, p99 ms) of each, in `LISTS` order.
 fn measure(
     rt: &tokio::runtime::Runtime,
@@ -88,22 +94,61 @@ fn measure(
     size: &str,
 ) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
-    for (name, path) in LISTS {
-        let s = Scenario {
-            name,
-            call: Call {
+    let round = Duration::from_secs_f64(args.seconds as f64 / f64::from(ROUNDS));
+    for pair in LISTS.chunks(2) {
+        let calls: Vec<Call> = pair
+            .iter()
+            .map(|(_, path)| Call {
                 bearer: Some(token.to_owned()),
                 ..Call::get(&format!("{p}/{path}"))
-            },
-            connections: None,
-            background: None,
-        };
-        let m = rt.block_on(super::run(&s, client, base, args));
-        print!("{size:>4} ");
-        super::report(&s, &m, args);
-        #[expect(clippy::cast_precision_loss, reason = "a rate")]
-        let rps = m.requests as f64 / m.elapsed.as_secs_f64();
-        out.push((rps, super::pct(&m.latencies, 0.99)));
+            })
+            .collect();
+        let mut sum: Vec<Measured> = (0..2)
+            .map(|_| Measured {
+                requests: 0,
+                errors: 0,
+                elapsed: Duration::ZERO,
+                latencies: Vec::new(),
+            })
+            .collect();
+        let mut ratios = Vec::new();
+        rt.block_on(async {
+            for call in &calls {
+                for _ in 0..100 {
+                    super::send(client, base, call).await; // warm up connections and caches
+                }
+            }
+            for r in 0..ROUNDS {
+                let mut rates = [0.0; 2];
+                for i in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
+                    let until = Instant::now() + round;
+                    let m = super::drive(client, base, &calls[i], args.connections, until).await;
+                    #[expect(clippy::cast_precision_loss, reason = "a rate")]
+                    let rate = m.requests as f64 / m.elapsed.as_secs_f64();
+                    rates[i] = rate;
+                    sum[i].requests += m.requests;
+                    sum[i].errors += m.errors;
+                    sum[i].elapsed += m.elapsed;
+                    sum[i].latencies.extend(m.latencies);
+                }
+                ratios.push(format!("{:.2}", rates[1] / rates[0]));
+            }
+        });
+        for ((name, _), m) in pair.iter().zip(&mut sum) {
+            m.latencies.sort_unstable();
+            let s = Scenario {
+                name,
+                call: Call::get(""),
+                connections: None,
+                background: None,
+            };
+            print!("{size:>4} ");
+            super::report(&s, m, args);
+            #[expect(clippy::cast_precision_loss, reason = "a rate")]
+            let rps = m.requests as f64 / m.elapsed.as_secs_f64();
+            out.push((rps, super::pct(&m.latencies, 0.99)));
+        }
+        println!("    (with / without, round by round: {})", ratios.join(" "));
     }
     println!("    (load {})", super::load_average());
     out
