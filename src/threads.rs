@@ -236,8 +236,8 @@ pub async fn answer<T>(rx: Answer<T>) -> T {
 mod tests {
     use super::Threads;
 
-    /// The niceness asked for is the one the kernel reports for the thread (the backup runs
-    /// at 19, password hashing at 10).
+    /// The niceness asked for is the one the kernel reports for the thread (password hashing
+    /// runs at 10).
     #[test]
     #[cfg(target_os = "linux")]
     fn a_lowered_thread_runs_at_the_niceness_asked_for() {

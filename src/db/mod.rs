@@ -13,8 +13,12 @@
 //!   the log into the database file and its fsync held up every write queued behind them.
 //!   Under a load that never pauses, the log starts over only after a checkpoint no commit
 //!   overtakes, so the checkpointer does the copying and flushing and the writer then copies
-//!   the few pages committed since, between two batches. The writer's own checkpoint after a
-//!   commit is a backstop, past [`WRITER_CHECKPOINT_PAGES`] (a backup's long read).
+//!   the few pages committed since, between two batches. The writer never checkpoints after
+//!   its commits (SQLite's autocheckpoint is off): once a backup's long read let go of a log
+//!   past the old 8,192-page backstop, the writer's first commit copied all of it while
+//!   writes queued. It takes over only when the checkpointer has not looked for
+//!   [`CHECKPOINTER_SILENT`] (its thread died or is stuck), counted in
+//!   [`Db::writer_checkpoints`].
 //! - Queries write their `LIMIT` into the SQL text (the value is ours, an integer): SQLite
 //!   plans around a bound `LIMIT ?` and so re-prepares the statement each time it is bound,
 //!   which was a tenth of a list request's CPU.
@@ -30,6 +34,7 @@ pub mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::hooks::Action;
@@ -53,11 +58,10 @@ pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
 /// into the database file (passive checkpoints: they never hold the writer up).
 pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// The log's size in pages past which the writer checkpoints after its commit itself (SQLite's
-/// default is 1,000 pages, about 4 MiB): about 32 MiB of log. Orders at 8,000/s fill some
-/// 4,000 pages per [`CHECKPOINT_EVERY`]; a backstop under that would copy and fsync
-/// megabytes in the middle of a commit.
-const WRITER_CHECKPOINT_PAGES: i64 = 8192;
+/// How long the checkpointer may go without a look before the writer checkpoints between its
+/// batches itself (at most once per [`CHECKPOINT_EVERY`]). A look takes milliseconds; one
+/// that copies a backup's worth of pinned log, a few hundred.
+pub const CHECKPOINTER_SILENT: Duration = Duration::from_secs(2);
 
 /// Passive checkpoints the checkpointer runs back to back, each copying what was committed
 /// while the one before copied.
@@ -230,12 +234,14 @@ fn checkpoint(c: &Connection) -> rusqlite::Result<(i64, i64, i64)> {
 /// copied, and fsynced, ~16 MiB in the middle of a commit: that was order creation's p99. So
 /// the costly part happens here (the log's fsync, copying, the database file's flush), and
 /// the writer is then asked (`end_log`) to copy the few pages committed since, between two
-/// batches, where nothing overtakes it.
+/// batches, where nothing overtakes it. `looks` counts its looks and rounds, for
+/// [`Takeover`].
 fn start_checkpointer(
     conn: Connection,
     db_file: Option<std::fs::File>,
     commits: std::sync::Weak<AtomicU64>,
     end_log: Arc<AtomicBool>,
+    looks: Arc<AtomicU64>,
 ) -> anyhow::Result<()> {
     // Closed only once this thread's connection is: closing any descriptor of the file drops
     // every POSIX lock the process's connections hold on it. Leaked if the thread panics.
@@ -246,6 +252,7 @@ fn start_checkpointer(
             let mut seen = 0;
             loop {
                 std::thread::sleep(CHECKPOINT_EVERY);
+                looks.fetch_add(1, Ordering::Relaxed);
                 let Some(now) = commits.upgrade().map(|c| c.load(Ordering::Relaxed)) else {
                     break;
                 };
@@ -256,11 +263,12 @@ fn start_checkpointer(
                 // until one copies little; the database file's flush; a last round for what
                 // was committed during the flush. A round that could not copy the whole log
                 // (busy: another checkpoint ran; cut short by a reader's older snapshot, a
-                // backup's) or failed: the next look tries again; the writer's backstop
-                // bounds the log meanwhile.
+                // backup's) or failed: the next look tries again.
                 let mut copied_before = 0;
                 // Pages a round copied when it caught up with the log; `None` otherwise.
-                let mut round = || match checkpoint(&conn) {
+                let mut round = || match checkpoint(&conn).inspect(|_| {
+                    looks.fetch_add(1, Ordering::Relaxed);
+                }) {
                     Ok((0, log, copied)) if log == copied => {
                         let fresh = copied - copied_before;
                         copied_before = copied;
@@ -324,6 +332,47 @@ pub struct Db {
     write_queue: Queue<writer::Write>,
     /// Where the writer records each batch's size, once metrics are on.
     batch_sizes: Arc<std::sync::OnceLock<metrics::Histogram>>,
+    /// See [`Db::writer_checkpoints`].
+    writer_checkpoints: Arc<AtomicU64>,
+}
+
+/// When the writer checkpoints in the checkpointer's stead: once the checkpointer's
+/// `looks` have not moved for [`CHECKPOINTER_SILENT`], and then at most once per
+/// [`CHECKPOINT_EVERY`]. The writer's thread alone calls [`Takeover::due`].
+struct Takeover {
+    looks: Arc<AtomicU64>,
+    /// The looks last seen, and when they were first seen at that count.
+    seen: std::cell::Cell<(u64, Instant)>,
+    last_run: std::cell::Cell<Option<Instant>>,
+}
+
+impl Takeover {
+    fn new(looks: Arc<AtomicU64>, now: Instant) -> Self {
+        let seen = std::cell::Cell::new((looks.load(Ordering::Relaxed), now));
+        Self {
+            looks,
+            seen,
+            last_run: std::cell::Cell::new(None),
+        }
+    }
+
+    fn due(&self, now: Instant) -> bool {
+        let looks = self.looks.load(Ordering::Relaxed);
+        let (seen, since) = self.seen.get();
+        if looks != seen {
+            self.seen.set((looks, now));
+            return false;
+        }
+        let silent = now.saturating_duration_since(since) >= CHECKPOINTER_SILENT;
+        let rested = self
+            .last_run
+            .get()
+            .is_none_or(|t| now.saturating_duration_since(t) >= CHECKPOINT_EVERY);
+        if silent && rested {
+            self.last_run.set(Some(now));
+        }
+        silent && rested
+    }
 }
 
 impl Db {
@@ -337,9 +386,10 @@ impl Db {
     pub fn open_with_queue(path: &Path, queue_limit: usize) -> anyhow::Result<Self> {
         let mut writer = open_connection(path)?;
         migrate::run(&mut writer)?;
-        writer.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES)?;
+        // The checkpointer copies the log (see `Takeover` for when the writer does).
+        writer.pragma_update(None, "wal_autocheckpoint", 0)?;
         // The log file is cut back to this size when it starts over: a backup's long read
-        // can let it grow far past the backstop.
+        // can let it grow to hundreds of megabytes.
         writer.pragma_update(None, "journal_size_limit", 64 << 20)?;
         // Each write of a batch runs in a savepoint, whose journal SQLite keeps in memory only
         // up to 64 KiB and then spills to a temporary file it creates, writes and deletes per
@@ -350,13 +400,17 @@ impl Db {
         // holds it, so the checkpointer ends with the writer (when the last handle drops).
         let commits = Arc::new(AtomicU64::new(0));
         let end_log = Arc::new(AtomicBool::new(false));
+        let looks = Arc::new(AtomicU64::new(0));
         start_checkpointer(
             open_connection(path)?,
             // Read-only, for `fdatasync` only (Windows flushes only a handle that writes).
             cfg!(unix).then(|| std::fs::File::open(path)).transpose()?,
             Arc::downgrade(&commits),
             end_log.clone(),
+            looks.clone(),
         )?;
+        let writer_checkpoints = Arc::new(AtomicU64::new(0));
+        let takeover = Takeover::new(looks, Instant::now());
 
         let job_inserted = Arc::new(AtomicBool::new(false));
         let credentials_touched = Arc::new(AtomicBool::new(false));
@@ -410,12 +464,21 @@ impl Db {
             },
             // The checkpointer copied and flushed nearly all of the log: what is left is
             // copied here, between batches, where no commit can overtake it, so the log
-            // starts over (see `start_checkpointer`).
-            between: move |c: &Connection| {
-                if end_log.swap(false, Ordering::Relaxed)
-                    && let Err(e) = checkpoint(c)
-                {
-                    tracing::debug!(error = %e, "the writer's checkpoint did not run");
+            // starts over (see `start_checkpointer`). Or the checkpointer has gone silent
+            // and the writer copies the log itself.
+            between: {
+                let counted = writer_checkpoints.clone();
+                move |c: &Connection| {
+                    let ending = end_log.swap(false, Ordering::Relaxed);
+                    let takeover = takeover.due(Instant::now());
+                    if takeover {
+                        counted.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if (ending || takeover)
+                        && let Err(e) = checkpoint(c)
+                    {
+                        tracing::debug!(error = %e, "the writer's checkpoint did not run");
+                    }
                 }
             },
         };
@@ -435,7 +498,14 @@ impl Db {
             jobs_ready,
             credentials_touched,
             credentials_epoch: epoch,
+            writer_checkpoints,
         })
+    }
+
+    /// Checkpoints the writer ran because the checkpointer had gone silent (a metric: it
+    /// stays 0 while the checkpointer works).
+    pub fn writer_checkpoints(&self) -> u64 {
+        self.writer_checkpoints.load(Ordering::Relaxed)
     }
 
     /// After a commit: a new credentials epoch if a credential table changed (after the
@@ -664,4 +734,37 @@ pub fn contains_pattern(s: &str) -> String {
         .replace('%', "\\%")
         .replace('_', "\\_");
     format!("%{escaped}%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The writer checkpoints only after the checkpointer has been silent for
+    /// [`CHECKPOINTER_SILENT`], then once per [`CHECKPOINT_EVERY`], and stops as soon as the
+    /// checkpointer looks again. The clock is the test's.
+    #[test]
+    fn the_writer_takes_over_only_from_a_silent_checkpointer() {
+        let looks = Arc::new(AtomicU64::new(0));
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let takeover = Takeover::new(looks.clone(), t0);
+        let silent = u64::try_from(CHECKPOINTER_SILENT.as_millis()).unwrap();
+        let every = u64::try_from(CHECKPOINT_EVERY.as_millis()).unwrap();
+        // Looking every 100 ms: never due, however long it goes on.
+        for step in 1..=50 {
+            looks.fetch_add(1, Ordering::Relaxed);
+            assert!(!takeover.due(at(step * 100)), "due at step {step}");
+        }
+        // Silent from 5,000 ms on: not due before the silence has lasted long enough.
+        assert!(!takeover.due(at(5_000 + silent - 1)));
+        assert!(takeover.due(at(5_000 + silent)));
+        // Then at most once per CHECKPOINT_EVERY.
+        assert!(!takeover.due(at(5_000 + silent + every - 1)));
+        assert!(takeover.due(at(5_000 + silent + every)));
+        // The checkpointer looks again: the writer stops at once.
+        looks.fetch_add(1, Ordering::Relaxed);
+        assert!(!takeover.due(at(5_000 + silent + 3 * every)));
+        assert!(!takeover.due(at(5_000 + silent + 4 * every)));
+    }
 }

@@ -106,6 +106,9 @@ async fn scrape(State(s): State<Scraper>) -> impl IntoResponse {
         .set(reads as f64);
     m.gauge("db_queue_depth", &[("pool", "write")])
         .set(writes as f64);
+    // Stays 0 while the checkpointer works: a rise says its thread died or is stuck.
+    m.counter("db_writer_checkpoints_total", &[])
+        .absolute(st.db.writer_checkpoints());
     let (agents, widgets) = st.hub.open_sockets();
     m.gauge("open_sockets", &[("kind", "agent")])
         .set(agents as f64);

@@ -176,6 +176,12 @@ async fn metrics_count_requests_by_route_template_and_sample_the_queues() {
     ] {
         assert!(value(&text, series).is_some(), "{series}: {text}");
     }
+    // The checkpointer is alive: the writer has not had to checkpoint in its stead.
+    assert_eq!(
+        value(&text, "merchant_admin_db_writer_checkpoints_total"),
+        Some(0.0),
+        "{text}"
+    );
     for series in [
         r#"merchant_admin_open_sockets{kind="agent"}"#,
         r#"merchant_admin_open_sockets{kind="widget"}"#,
