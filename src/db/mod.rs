@@ -17,8 +17,10 @@
 //!   its commits (SQLite's autocheckpoint is off): once a backup's long read let go of a log
 //!   past the old 8,192-page backstop, the writer's first commit copied all of it while
 //!   writes queued. It takes over only when the checkpointer has not looked for
-//!   [`CHECKPOINTER_SILENT`] (its thread died or is stuck), counted in
-//!   [`Db::writer_checkpoints`].
+//!   [`CHECKPOINTER_SILENT`] (its thread died or its disk hangs), counted in
+//!   [`Db::writer_checkpoints`]. A round cut short by a reader still on an older snapshot by
+//!   no more than [`WRITER_ENDS_LOG_PAGES`] counts as caught up, so under a read-heavy mix
+//!   the writer still tries to end the log every cycle; a backup's pin leaves far more.
 //! - Queries write their `LIMIT` into the SQL text (the value is ours, an integer): SQLite
 //!   plans around a bound `LIMIT ?` and so re-prepares the statement each time it is bound,
 //!   which was a tenth of a list request's CPU.
@@ -60,15 +62,17 @@ pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_mill
 
 /// How long the checkpointer may go without a look before the writer checkpoints between its
 /// batches itself (at most once per [`CHECKPOINT_EVERY`]). A look takes milliseconds; one
-/// that copies a backup's worth of pinned log, a few hundred.
-pub const CHECKPOINTER_SILENT: Duration = Duration::from_secs(2);
+/// that copies what a backup of a 1 GiB file held back (17,600 pages) a few hundred; a
+/// bigger file's pile, or its flush, can take seconds, and the writer must not copy that.
+pub const CHECKPOINTER_SILENT: Duration = Duration::from_secs(10);
 
 /// Passive checkpoints the checkpointer runs back to back, each copying what was committed
 /// while the one before copied.
 const CHECKPOINT_ROUNDS: usize = 3;
 
 /// Pages left in the log after the checkpointer's rounds under which the writer is asked to
-/// copy them itself (about 1 MiB: a few milliseconds).
+/// copy them itself (about 1 MiB: a few milliseconds). Also how far behind the log a
+/// reader's snapshot may hold a round back for it to count as caught up.
 const WRITER_ENDS_LOG_PAGES: i64 = 256;
 
 /// How much of the database file each connection maps into memory.
@@ -265,11 +269,12 @@ fn start_checkpointer(
                 // (busy: another checkpoint ran; cut short by a reader's older snapshot, a
                 // backup's) or failed: the next look tries again.
                 let mut copied_before = 0;
-                // Pages a round copied when it caught up with the log; `None` otherwise.
+                // Pages a round copied when it caught up with the log (but for the few pages
+                // a reader's older snapshot may still hold back); `None` otherwise.
                 let mut round = || match checkpoint(&conn).inspect(|_| {
                     looks.fetch_add(1, Ordering::Relaxed);
                 }) {
-                    Ok((0, log, copied)) if log == copied => {
+                    Ok((0, log, copied)) if log - copied <= WRITER_ENDS_LOG_PAGES => {
                         let fresh = copied - copied_before;
                         copied_before = copied;
                         Some(fresh)
@@ -471,13 +476,17 @@ impl Db {
                 move |c: &Connection| {
                     let ending = end_log.swap(false, Ordering::Relaxed);
                     let takeover = takeover.due(Instant::now());
-                    if takeover {
-                        counted.fetch_add(1, Ordering::Relaxed);
-                    }
-                    if (ending || takeover)
-                        && let Err(e) = checkpoint(c)
-                    {
-                        tracing::debug!(error = %e, "the writer's checkpoint did not run");
+                    if ending || takeover {
+                        match checkpoint(c) {
+                            // Counted only when it ran (not busy: the checkpointer's own).
+                            Ok((0, ..)) if takeover => {
+                                counted.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::debug!(error = %e, "the writer's checkpoint did not run");
+                            }
+                        }
                     }
                 }
             },
@@ -502,8 +511,8 @@ impl Db {
         })
     }
 
-    /// Checkpoints the writer ran because the checkpointer had gone silent (a metric: it
-    /// stays 0 while the checkpointer works).
+    /// Checkpoints the writer ran (not found busy) because the checkpointer had gone silent
+    /// for [`CHECKPOINTER_SILENT`] (a metric: it stays 0 while the checkpointer works).
     pub fn writer_checkpoints(&self) -> u64 {
         self.writer_checkpoints.load(Ordering::Relaxed)
     }
