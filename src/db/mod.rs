@@ -58,7 +58,7 @@ pub const DEFAULT_QUEUE_LIMIT: u32 = 1024;
 
 /// How often the checkpointer copies what was committed since its last look from the log
 /// into the database file (passive checkpoints: they never hold the writer up).
-pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
 /// How long the checkpointer may go without a look before the writer checkpoints between its
 /// batches itself (at most once per [`CHECKPOINT_EVERY`]). A look takes milliseconds; one
@@ -93,7 +93,7 @@ pub const CREDENTIAL_TABLES: [&str; 8] = [
 
 /// How often [`Db::watch_other_processes`] looks for other processes' commits. Each look
 /// costs about a tenth of a millisecond of CPU: every 10 ms was 1% of a core while idle.
-pub const OTHER_PROCESS_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+pub const OTHER_PROCESS_POLL: Duration = Duration::from_millis(50);
 
 pub fn db_path(data_dir: &Path) -> PathBuf {
     data_dir.join(DB_FILE)

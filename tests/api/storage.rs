@@ -81,6 +81,9 @@ async fn commits_reach_the_database_file_without_the_writer_checkpointing() {
     }
 }
 
+/// A log frame: a 24-byte header and a 4 KiB page.
+const FRAME: u64 = 4096 + 24;
+
 /// How many times the log has started over: its header counts them (bytes 12..16). Only the
 /// header is read: the log runs to megabytes, and this is read every 10 ms.
 fn log_restarts(wal: &std::path::Path) -> u32 {
@@ -96,12 +99,12 @@ fn log_restarts(wal: &std::path::Path) -> u32 {
 /// The log starts over under a steady write load and stays under 8,192 pages (the writer's
 /// old backstop; issue 22): the checkpointer copies it in rounds and the writer, between two
 /// batches, copies the little committed since, instead of a backstop copying and syncing
-/// thousands of pages in the middle of a commit. The log file's size is its high mark. (In a debug build the writer leaves gaps between
-/// batches in which the rounds alone can end the log; the release benchmark's 64
-/// connections leave none, which is where the writer's step shows: README, issue 22.)
+/// thousands of pages in the middle of a commit. The log file's size is its high mark. (In a
+/// debug build the writer leaves gaps between batches in which the rounds alone can end the
+/// log; the release benchmark's 64 connections leave none, which is where the writer's step
+/// shows: README, issue 22.)
 #[tokio::test]
 async fn the_log_starts_over_under_a_load_that_never_pauses() {
-    const FRAME: u64 = 4096 + 24;
     let app = spawn_app().await;
     let db = app.state.db.clone();
     db.write(|tx| Ok(tx.execute_batch("CREATE TABLE busy (x BLOB)")?))
@@ -166,7 +169,6 @@ async fn the_log_starts_over_under_a_load_that_never_pauses() {
 /// by `commits_reach_the_database_file_without_the_writer_checkpointing`.)
 #[tokio::test]
 async fn a_log_a_long_read_held_is_copied_by_the_checkpointer_not_the_writer() {
-    const FRAME: u64 = 4096 + 24;
     let app = spawn_app().await;
     let db = app.state.db.clone();
     db.write(|tx| Ok(tx.execute_batch("CREATE TABLE held (x BLOB)")?))
