@@ -21,18 +21,29 @@ configuration under .ci/schemathesis/).
    (FUZZ_CHECKOUT_CART_ID), the other calls FUZZ_CART_ID. The stateful phase follows the
    links from the carts it opens.
 6. A list's `cursor` is one a previous page answered with (it is signed): a positive case
-   sends none rather than a generated one, which no page gave. Negative cases keep theirs."""
+   sends none rather than a generated one, which no page gave. Negative cases keep theirs.
+7. What no operation of a document hands out, a positive case gets as a client would get
+   it (FIXTURES below, with .ci/fuzzkit.py): a code from the authenticator app or the
+   phone, a recovery code, a signature of the body with the provider's secret, a signed
+   link as the server mails it, a fresh cart, invoice or assistant conversation, the
+   records `fuzzkit.py setup` made (a failed delivery, a file, a widget conversation)."""
+import hashlib
+import hmac
+import itertools
 import json
 import os
 import re
-import itertools
+import sys
+import time
 import tomllib
-import urllib.request
 import uuid
 
 import schemathesis
 from schemathesis.generation.meta import TestPhase
 from schemathesis.generation.modes import GenerationMode
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fuzzkit  # noqa: E402 (it lives beside this file)
 
 
 def body_of(parameters):
@@ -86,12 +97,322 @@ def fill(body, key, value):
 
 
 def new_session():
-    body = json.dumps({"email": os.environ["FUZZ_EMAIL"], "password": os.environ["FUZZ_PASSWORD"]})
-    request = urllib.request.Request(
-        f"{os.environ['FUZZ_BASE']}/v1/auth/login", data=body.encode(),
-        headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)["session_id"]
+    """A new sign-in of the session-end run's account, through the second factor its
+    cases may have turned on (the TOTP secret the hooks set up is kept in FUZZ_STATE)."""
+    email, password = os.environ["FUZZ_EMAIL"], os.environ["FUZZ_PASSWORD"]
+    status, out = fuzzkit.api("POST", "/auth/login", {"email": email, "password": password})
+    if isinstance(out, dict) and out.get("status") == "two_factor_required":
+        secret = read_state("fuzz-totp-secret")
+        code = fuzzkit.next_totp(secret) if secret else None
+        status, out = fuzzkit.api("POST", "/auth/2fa/totp/verify",
+                                  {"challenge": out["challenge"], "totp_code": code or ""})
+    if status != 200:
+        raise RuntimeError(f"signing the fuzz account in: {status} {out}")
+    return out["session_id"]
+
+
+def read_state(name):
+    try:
+        with open(fuzzkit.state_file(name)) as f:
+            return f.read().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def write_state(name, value):
+    with open(fuzzkit.state_file(name), "w") as f:
+        f.write(value)
+
+
+# --- 7. Fixtures: what a positive case of an operation needs that no response hands out. ----
+
+def set_body(case, **fields):
+    if not isinstance(case.body, dict):
+        case.body = {}
+    case.body.update(fields)
+
+
+def set_header(case, name, value):
+    if case.headers is None:
+        case.headers = {}
+    for n in [n for n in case.headers if n.lower() == name.lower()]:
+        del case.headers[n]
+    case.headers[name] = value
+
+
+def set_query(case, **fields):
+    if not isinstance(case.query, dict):
+        case.query = {}
+    case.query.update(fields)
+
+
+def sign_with(case, header, secret, prefix=""):
+    """The body signed as the server checks it: HMAC-SHA256 of the bytes sent, which are the
+    body as `requests` serializes it (`json.dumps`)."""
+    raw = json.dumps(case.body, allow_nan=False).encode()
+    set_header(case, header, prefix + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest())
+
+
+def tenant_path(rest):
+    return f"/tenants/{os.environ['FUZZ_TENANT_ID']}{rest}"
+
+
+def open_invoice():
+    """The organization's invoice to pay now (resumed first: a run's cancel leaves nothing
+    to pay), or None."""
+    fuzzkit.api("POST", tenant_path("/subscription/resume"), {}, fuzzkit.owner())
+    status, out = fuzzkit.api("POST", tenant_path("/subscription/pay"), {}, fuzzkit.owner())
+    return out if status == 200 and isinstance(out, dict) else None
+
+
+# What the server hands out sparingly (codes sent to a phone: five an hour; ten recovery
+# codes) goes to the first positive case of each operation in each phase (a phase whose
+# positive cases are all refused is what schemathesis warns about); the rest keep their
+# generated values.
+FILLED = set()
+
+
+def first_in_phase(case):
+    """Whether no positive case of `case`'s operation in this phase has had a real value."""
+    return (case.method.upper(), case.path, case.meta.phase.name) not in FILLED
+
+
+def filled(case):
+    FILLED.add((case.method.upper(), case.path, case.meta.phase.name))
+
+
+def totp_verify(case):
+    challenge = fuzzkit.twofa_challenge()
+    code = fuzzkit.next_totp(os.environ["FUZZ_TWOFA_TOTP_SECRET"])
+    if challenge and code:
+        set_body(case, challenge=challenge, totp_code=code)
+
+
+def recovery_verify(case):
+    if not first_in_phase(case):
+        return
+    challenge, code = fuzzkit.twofa_challenge(), fuzzkit.take_recovery_code()
+    if challenge and code:
+        set_body(case, challenge=challenge, recovery_code=code)
+        filled(case)
+
+
+def otp_send(case):
+    if not first_in_phase(case):
+        return
+    challenge, _ = fuzzkit.otp_account()
+    if challenge:
+        set_body(case, challenge=challenge)
+        filled(case)
+
+
+def otp_verify(case):
+    if not first_in_phase(case):
+        return
+    challenge, phone = fuzzkit.otp_account()
+    code = challenge and fuzzkit.send_otp(challenge, phone)
+    if code:
+        set_body(case, challenge=challenge, code=code)
+        filled(case)
+
+
+def pix_webhook(case):
+    """Signed as the provider signs; the first positive case of a phase pays the open invoice
+    of one of the organizations set aside for it (the demo's own stays open for the runs'
+    pay and pix.png)."""
+    if first_in_phase(case) and isinstance(case.body, dict):
+        for tenant in os.environ["FUZZ_PIX_TENANTS"].split(","):
+            status, invoice = fuzzkit.api("POST", f"/tenants/{tenant}/subscription/pay", {},
+                                          fuzzkit.owner())
+            if status == 200 and invoice.get("status") == "open":
+                set_body(case, txid=invoice["txid"], amount_cents=invoice["amount_cents"],
+                         paid_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                filled(case)
+                break
+    sign_with(case, "X-Signature", os.environ["FUZZ_PIX_WEBHOOK_SECRET"])
+
+
+def pix_png(case):
+    invoice = open_invoice()
+    if invoice:
+        case.path_parameters["invoice_id"] = invoice["id"]
+
+
+def subscription_pay(case):
+    fuzzkit.api("POST", tenant_path("/subscription/resume"), {}, fuzzkit.owner())
+
+
+def feed(case):
+    status, out = fuzzkit.api("POST", fuzzkit.store_path("/ads/feed-token"), {}, fuzzkit.owner())
+    if status == 201:
+        set_query(case, token=out["token"])
+
+
+def unsubscribe(case):
+    case.path_parameters["token"] = fuzzkit.unsubscribe_token(
+        os.environ["FUZZ_STORE_ID"], os.environ["FUZZ_CUSTOMER_ID"])
+
+
+def ensure_channel(channel_id, settings):
+    """The channel on, with the secrets the hooks sign with (a run's PATCH may change them)."""
+    fuzzkit.api("PATCH", fuzzkit.store_path(f"/channels/{channel_id}"),
+                {"enabled": True, "settings": settings}, fuzzkit.owner())
+
+
+def msgapp_handshake(case):
+    channel = os.environ["FUZZ_MSGAPP_CHANNEL_ID"]
+    ensure_channel(channel, fuzzkit.msgapp_channel_settings())
+    case.path_parameters["channel_id"] = channel
+    set_query(case, **{"hub.mode": "subscribe", "hub.verify_token": fuzzkit.VERIFY_TOKEN})
+    if not (case.query or {}).get("hub.challenge"):
+        set_query(case, **{"hub.challenge": "fuzz"})
+
+
+def msgapp_webhook(case):
+    channel = os.environ["FUZZ_MSGAPP_CHANNEL_ID"]
+    ensure_channel(channel, fuzzkit.msgapp_channel_settings())
+    case.path_parameters["channel_id"] = channel
+    sign_with(case, "X-Hub-Signature-256", fuzzkit.APP_SECRET, prefix="sha256=")
+
+
+MAIL_IDS = itertools.count()
+
+
+def email_inbound(case):
+    """The channel's secret, and a sender and Message-ID as a mail carries them (the
+    document can say they are strings, not what RFC 5322 makes of them)."""
+    channel = os.environ["FUZZ_EMAIL_CHANNEL_ID"]
+    ensure_channel(channel, fuzzkit.email_channel_settings())
+    case.path_parameters["channel_id"] = channel
+    set_header(case, "X-Inbound-Secret", fuzzkit.EMAIL_SECRET)
+    if isinstance(case.body, dict):
+        case.body.update({"from": "Ana <ana@example.com>",
+                          "message_id": f"<fuzz-{RUN}-{next(MAIL_IDS)}@example.com>"})
+        if not str(case.body.get("text") or "").strip():
+            case.body["text"] = "Hello"
+
+
+def attachment(case):
+    case.path_parameters.update(
+        conversation_id=os.environ["FUZZ_ATTACHMENT_CONVERSATION_ID"],
+        message_id=os.environ["FUZZ_ATTACHMENT_MESSAGE_ID"],
+        index=int(os.environ["FUZZ_ATTACHMENT_INDEX"]))
+
+
+def widget(case):
+    case.path_parameters["conversation_id"] = os.environ["FUZZ_WIDGET_CONVERSATION_ID"]
+    set_header(case, "X-Visitor-Token", os.environ["FUZZ_VISITOR_TOKEN"])
+
+
+def delivery_retry(case):
+    hook = os.environ["FUZZ_WEBHOOK_ID"]
+    fuzzkit.api("PUT", fuzzkit.store_path(f"/webhooks/{hook}"),
+                {"is_active": True, "url": "http://127.0.0.1:9/fuzz"}, fuzzkit.owner())
+    case.path_parameters.update(webhook_id=hook, delivery_id=os.environ["FUZZ_DELIVERY_ID"])
+
+
+def assistant_conversation(case):
+    """A conversation of its own to delete: the assistant's chat starts one, and its stream
+    names it first."""
+    status, text = fuzzkit.api("POST", fuzzkit.store_path("/assistant/chat"),
+                               {"message": "fuzz"}, fuzzkit.owner(), raw=True)
+    found = re.search(r'"conversation_id":"([0-9a-f-]{36})"', text) if status == 200 else None
+    if found:
+        case.path_parameters["conversation_id"] = found.group(1)
+
+
+def phone_verify(case):
+    if not first_in_phase(case):
+        return
+    phone = "+5511900000002"
+    before = fuzzkit.latest_outbox_code(phone)
+    status, _ = fuzzkit.api("POST", fuzzkit.store_path("/assistant/phones"),
+                            {"phone_e164": phone}, fuzzkit.owner())
+    code = fuzzkit.outbox_code(phone, not_code=before) if status < 300 else None
+    if code:
+        set_body(case, code=code)
+        filled(case)
+
+
+def end_session_token(case):
+    """The session-end run's own session (its cases' `Authorization`)."""
+    return os.environ["FUZZ_END_ACCESS"]
+
+
+def fresh_totp(token):
+    """TOTP turned off and set up again on the session's account: (secret, code)."""
+    password = os.environ["FUZZ_PASSWORD"]
+    fuzzkit.api("DELETE", "/me/2fa/totp", {"password": password}, token)
+    status, out = fuzzkit.api("GET", "/me/2fa/totp/setup", token=token)
+    if status != 200:
+        return None, None
+    return out["secret"], fuzzkit.next_totp(out["secret"])
+
+
+def totp_enable(case):
+    secret, code = fresh_totp(end_session_token(case))
+    if code:
+        write_state("fuzz-totp-secret", secret)
+        set_body(case, totp_code=code, password=os.environ["FUZZ_PASSWORD"])
+
+
+def recovery_codes(case):
+    """Recovery codes need a second factor on: TOTP, turned on here when it is off."""
+    token = end_session_token(case)
+    status, me = fuzzkit.api("GET", "/me", token=token)
+    if status == 200 and not me["two_factor"]["totp"] and not me["two_factor"]["msgapp"]:
+        secret, code = fresh_totp(token)
+        if code and fuzzkit.api("POST", "/me/2fa/totp/enable",
+                                {"totp_code": code, "password": os.environ["FUZZ_PASSWORD"]},
+                                token)[0] == 204:
+            write_state("fuzz-totp-secret", secret)
+
+
+def msgapp_confirm(case):
+    if not first_in_phase(case):
+        return
+    filled(case)
+    token, phone = end_session_token(case), "+5511900000003"
+    password = os.environ["FUZZ_PASSWORD"]
+    fuzzkit.api("DELETE", "/me/2fa/msgapp", {"password": password}, token)
+    before = fuzzkit.latest_outbox_code(phone)
+    status, _ = fuzzkit.api("POST", "/me/2fa/msgapp/enable",
+                            {"phone_e164": phone, "password": password}, token)
+    code = fuzzkit.outbox_code(phone, not_code=before) if status < 300 else None
+    if code:
+        set_body(case, code=code)
+
+
+# (method, path) to what a positive case of it gets.
+FIXTURES = {
+    ("POST", "/auth/2fa/totp/verify"): totp_verify,
+    ("POST", "/auth/2fa/recovery/verify"): recovery_verify,
+    ("POST", "/auth/otp/send"): otp_send,
+    ("POST", "/auth/otp/verify"): otp_verify,
+    ("POST", "/billing/pix/webhook"): pix_webhook,
+    ("GET", "/tenants/{tenant_id}/invoices/{invoice_id}/pix.png"): pix_png,
+    ("POST", "/tenants/{tenant_id}/subscription/pay"): subscription_pay,
+    ("GET", "/stores/{store_id}/ads/feed.xml"): feed,
+    ("GET", "/unsubscribe/{token}"): unsubscribe,
+    ("POST", "/unsubscribe/{token}"): unsubscribe,
+    ("GET", "/channels/msgapp/{channel_id}/webhook"): msgapp_handshake,
+    ("POST", "/channels/msgapp/{channel_id}/webhook"): msgapp_webhook,
+    ("POST", "/channels/email/{channel_id}/inbound"): email_inbound,
+    ("GET", "/stores/{store_id}/conversations/{conversation_id}/messages/{message_id}"
+            "/attachments/{index}"): attachment,
+    ("GET", "/widget/{key}/conversations/{conversation_id}/messages"): widget,
+    ("POST", "/widget/{key}/conversations/{conversation_id}/messages"): widget,
+    ("POST", "/widget/{key}/conversations/{conversation_id}/read"): widget,
+    ("POST", "/stores/{store_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry"):
+        delivery_retry,
+    ("DELETE", "/assistant/conversations/{conversation_id}"): assistant_conversation,
+    ("DELETE", "/stores/{store_id}/assistant/conversations/{conversation_id}"):
+        assistant_conversation,
+    ("POST", "/stores/{store_id}/assistant/phones/verify"): phone_verify,
+    ("POST", "/me/2fa/totp/enable"): totp_enable,
+    ("POST", "/me/2fa/recovery-codes"): recovery_codes,
+    ("POST", "/me/2fa/msgapp/confirm"): msgapp_confirm,
+}
 
 
 # A workflow run's subject is an order or a customer of the store: the demo's of its type.
@@ -119,17 +440,25 @@ def before_call(context, case, kwargs):
             and meta.generation.mode == GenerationMode.POSITIVE):
         for key, value in values_for(case).items():
             fill(case.body, key, value)
-    which = "FUZZ_CHECKOUT_CART" if case.path.endswith("/checkout") else "FUZZ_CART"
-    cart = os.environ.get(f"{which}_ID")
     params = case.path_parameters or {}
-    if (cart and positive and "cart_id" in params
+    if (positive and "cart_id" in params and os.environ.get("FUZZ_CART_ID")
             and meta.phase.name in (TestPhase.EXAMPLES, TestPhase.COVERAGE, TestPhase.FUZZING)):
+        # A checkout, a line's removal and a recovery each use their cart up (or its token):
+        # each gets a fresh one; the other calls share FUZZ_CART.
+        method, path = case.method.upper(), case.path
+        if (path.endswith(("/checkout", "/recover"))
+                or (method == "DELETE" and "/items/" in path)):
+            cart, token = fuzzkit.open_cart(os.environ["FUZZ_SF_VARIANT_ID"])
+        else:
+            cart, token = os.environ["FUZZ_CART_ID"], os.environ["FUZZ_CART_TOKEN"]
         params["cart_id"] = cart
-        if case.headers is None:
-            case.headers = {}
-        for name in [n for n in case.headers if n.lower() == "x-cart-token"]:
-            del case.headers[name]
-        case.headers["X-Cart-Token"] = os.environ[f"{which}_TOKEN"]
+        if path.endswith("/recover"):
+            set_query(case, **fuzzkit.recovery_query(cart, int(time.time()) + 3600))
+        else:
+            set_header(case, "X-Cart-Token", token)
+    fixture = FIXTURES.get((case.method.upper(), case.path))
+    if positive and fixture:
+        fixture(case)
     if positive and isinstance(case.query, dict):
         case.query.pop("cursor", None)
     subject = case.body.get("subject") if isinstance(case.body, dict) else None

@@ -185,7 +185,7 @@ fn shown_inline(mime: &str) -> bool {
     params(("store_id" = StoreId, Path), ("conversation_id" = ConversationId, Path),
            ("message_id" = MessageId, Path), ("index" = i64, Path)),
     responses((status = 200, description = "The file, with its media type",
-               content_type = "application/octet-stream", body = inline(crate::http::openapi::Binary)),
+               content_type = "*/*", body = inline(crate::http::openapi::Binary)),
               (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
               (status = 404, body = ErrorBody)))]
 pub async fn get_attachment(

@@ -55,16 +55,24 @@ const MAX_HEADER_CHARS: usize = 998;
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct InboundEmail {
     /// The sender: `Name <address>` or a bare address.
+    #[schema(example = "Ana <ana@example.com>")]
     pub from: String,
     /// The recipients as the mail lists them (kept in the message's `payload.to`).
+    #[schema(example = "support@shop.example.com")]
     pub to: String,
+    #[schema(example = "Where is my order?")]
     pub subject: String,
     /// The plain-text body; when blank, the text of `html` is used.
+    #[schema(example = "Hello! It has not arrived yet.")]
     pub text: String,
+    #[schema(example = "<p>Hello! It has not arrived yet.</p>")]
     pub html: Option<String>,
     /// The mail's Message-ID, with or without angle brackets.
+    #[schema(example = "<CAF2b1d@mail.example.com>")]
     pub message_id: String,
+    #[schema(example = "<CAE11aa@shop.example.com>")]
     pub in_reply_to: Option<String>,
+    #[schema(example = "<CAE11aa@shop.example.com>")]
     pub references: Option<References>,
     pub attachments: Option<Vec<InboundAttachment>>,
 }
@@ -80,10 +88,13 @@ pub enum References {
 /// A file of the mail.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct InboundAttachment {
+    #[schema(example = "receipt.txt")]
     pub filename: Option<String>,
     /// `image/png`, `application/pdf`...
+    #[schema(example = "text/plain")]
     pub content_type: String,
     /// The file, standard base64 (line breaks allowed).
+    #[schema(example = "aGVsbG8=")]
     pub content: String,
 }
 
