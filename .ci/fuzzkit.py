@@ -153,23 +153,6 @@ def twofa_challenge():
     return challenge(env("FUZZ_TWOFA_EMAIL"), env("FUZZ_TWOFA_PASSWORD"))
 
 
-def otp_account():
-    """(challenge, phone) of the next account with the messaging-app factor: the server sends
-    an account five codes an hour, so setup made several (FUZZ_OTP_ACCOUNTS) and each send
-    takes the next."""
-    accounts = env("FUZZ_OTP_ACCOUNTS").split(",")
-    path = state_file("otp-account")
-    try:
-        with open(path) as f:
-            n = int(f.read().strip() or 0)
-    except FileNotFoundError:
-        n = 0
-    with open(path, "w") as f:
-        f.write(str(n + 1))
-    email, phone = accounts[n % len(accounts)].split(" ")
-    return challenge(email, OTP_PASSWORD), phone
-
-
 def send_otp(challenge_token, phone):
     """Sends a sign-in code for `challenge_token` and reads it from the outbox."""
     before = latest_outbox_code(phone)
@@ -221,6 +204,33 @@ def open_cart(variant_id):
     return cart["id"], cart["token"]
 
 
+# --- Orders ----------------------------------------------------------------------------------
+
+def paid_order():
+    """A new order of the demo's customer and variant, marked paid: its id, or None."""
+    status, order = api("POST", store_path("/orders/manual"), {
+        "customer_id": env("FUZZ_CUSTOMER_ID"),
+        "items": [{"variant_id": env("FUZZ_VARIANT_ID"), "quantity": 1,
+                   "unit_price_cents": 100000}]}, owner())
+    if status != 201:
+        return None
+    status, _ = api("PATCH", store_path(f"/orders/{order['id']}"), {"status": "paid"}, owner())
+    return order["id"] if status == 200 else None
+
+
+def ordered_purchase_order():
+    """A new purchase order of the demo's supplier, placed: (id, its line's variant), or
+    (None, None)."""
+    variant = env("FUZZ_VARIANT_ID")
+    status, po = api("POST", store_path("/purchase-orders"), {
+        "supplier_id": env("FUZZ_SUPPLIER_ID"),
+        "items": [{"variant_id": variant, "quantity": 1000, "unit_cost_cents": 100}]}, owner())
+    if status != 201:
+        return None, None
+    status, _ = api("POST", store_path(f"/purchase-orders/{po['id']}/order"), {}, owner())
+    return (po["id"], variant) if status == 200 else (None, None)
+
+
 # --- Setup -----------------------------------------------------------------------------------
 
 EMAIL_SECRET = "fuzz-inbound-secret"
@@ -228,7 +238,6 @@ APP_SECRET = "fuzz-app-secret"
 VERIFY_TOKEN = "fuzz-verify-token"
 PHONE_NUMBER_ID = "1234567890"
 TWOFA_PHONE = "+5511900000001"
-OTP_PASSWORD = "otp otp otp otp"
 
 
 def email_channel_settings():
@@ -289,6 +298,10 @@ def setup():
                owner())
     out["FUZZ_MSGAPP_CHANNEL_ID"] = app["id"]
 
+    # Stock for the demo's variant, which the runs' orders name (and reserve).
+    must("POST", store_path(f"/inventory/{env('FUZZ_VARIANT_ID')}/adjustments"),
+         {"delta": 1000000, "reason": "fuzz"}, owner())
+
     # A cart, for the admin document's cart reads (the storefront run opens its own).
     out["FUZZ_CART_ID"], out["FUZZ_CART_TOKEN"] = open_cart(env("FUZZ_VARIANT_ID"))
 
@@ -311,17 +324,6 @@ def setup():
     out.update(FUZZ_TWOFA_EMAIL=email, FUZZ_TWOFA_PASSWORD=password,
                FUZZ_TWOFA_TOTP_SECRET=secret, FUZZ_TWOFA_PHONE=TWOFA_PHONE,
                FUZZ_TWOFA_RECOVERY_CODES=",".join(codes))
-    # Accounts with the messaging-app factor only, for sign-in codes (five sends an hour
-    # each; turning the factor on took one).
-    accounts = []
-    for n in range(1, 4):
-        email, phone = f"otp{n}@example.com", f"+55119000001{n:02d}"
-        must("POST", "/auth/register", {"email": email, "password": OTP_PASSWORD})
-        session = must("POST", "/auth/login", {"email": email, "password": OTP_PASSWORD})["token"]
-        must("POST", "/me/2fa/msgapp/enable", {"phone_e164": phone}, session)
-        must("POST", "/me/2fa/msgapp/confirm", {"code": outbox_code(phone)}, session)
-        accounts.append(f"{email} {phone}")
-    out["FUZZ_OTP_ACCOUNTS"] = ",".join(accounts)
 
     # Organizations whose first invoice a signed Pix payment settles, one per phase that
     # sends one (the demo's own stays open for the runs' pay and pix.png).

@@ -165,10 +165,10 @@ def open_invoice():
     return out if status == 200 and isinstance(out, dict) else None
 
 
-# What the server hands out sparingly (codes sent to a phone: five an hour; ten recovery
-# codes) goes to the first positive case of each operation in each phase (a phase whose
-# positive cases are all refused is what schemathesis warns about); the rest keep their
-# generated values.
+# What is scarce or slow to get (ten recovery codes; a phone's code, read from the outbox
+# by a process of its own) goes to the first positive case of each operation in each
+# phase (a phase whose positive cases are all refused is what schemathesis warns about);
+# the rest keep their generated values.
 FILLED = set()
 
 
@@ -200,7 +200,7 @@ def recovery_verify(case):
 def otp_send(case):
     if not first_in_phase(case):
         return
-    challenge, _ = fuzzkit.otp_account()
+    challenge = fuzzkit.twofa_challenge()
     if challenge:
         set_body(case, challenge=challenge)
         filled(case)
@@ -209,8 +209,8 @@ def otp_send(case):
 def otp_verify(case):
     if not first_in_phase(case):
         return
-    challenge, phone = fuzzkit.otp_account()
-    code = challenge and fuzzkit.send_otp(challenge, phone)
+    challenge = fuzzkit.twofa_challenge()
+    code = challenge and fuzzkit.send_otp(challenge, os.environ["FUZZ_TWOFA_PHONE"])
     if code:
         set_body(case, challenge=challenge, code=code)
         filled(case)
@@ -311,14 +311,73 @@ def delivery_retry(case):
     case.path_parameters.update(webhook_id=hook, delivery_id=os.environ["FUZZ_DELIVERY_ID"])
 
 
+def chat(message="fuzz"):
+    """An assistant turn in a new conversation: the stream's events, name to data."""
+    status, text = fuzzkit.api("POST", fuzzkit.store_path("/assistant/chat"),
+                               {"message": message}, fuzzkit.owner(), raw=True)
+    events = {}
+    if status == 200:
+        for found in re.finditer(r"^event: (\w+)\ndata: (.*)$", text, re.M):
+            try:
+                events.setdefault(found.group(1), json.loads(found.group(2)))
+            except ValueError:
+                pass
+    return events
+
+
+def proposal(case):
+    """A proposal of its own to approve or decline: the fake model proposes a stock change
+    in every turn."""
+    made = chat().get("proposal")
+    if made:
+        case.path_parameters["proposal_id"] = made["proposal_id"]
+
+
+# Where the document's own example of a create names other records, the ids are made up.
+MADE_UP_ID = re.compile(r"^[0-9a-f]{8}-8b1e-4b8a-9a51-6a1f0d2c4e7b$")
+UNIQUE = {"slug": "fuzz-{n}", "sku": "FUZZ-{n}", "email": "fuzz-{n}@example.com",
+          "name": "Fuzz {n}", "url": "http://127.0.0.1:9/fuzz-{n}"}
+
+
+def example_body(value, n):
+    """The document's example made creatable again: unique fields unique, made-up ids out."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, str) and MADE_UP_ID.match(v):
+                continue
+            if isinstance(v, list) and v and all(isinstance(x, str) and MADE_UP_ID.match(x)
+                                                 for x in v):
+                continue
+            out[k] = UNIQUE[k].format(n=n) if k in UNIQUE and isinstance(v, str) \
+                else example_body(v, n)
+        return out
+    if isinstance(value, list):
+        return [example_body(v, f"{n}-{i}") for i, v in enumerate(value)]
+    return value
+
+
+def fresh_record(case):
+    """A record of its own to delete, made by the collection's create with the document's
+    example (generated ids name nothing, and the demo's records must stay for the run)."""
+    collection = case.path.rsplit("/", 1)[0]
+    content = (case.operation.schema.raw_schema["paths"].get(collection, {}).get("post", {})
+               .get("requestBody", {}).get("content", {}).get("application/json", {}))
+    if "example" not in content:
+        return
+    body = example_body(content["example"], f"{RUN}-{next(MAIL_IDS)}")
+    status, made = fuzzkit.api("POST", collection.replace(
+        "{store_id}", os.environ["FUZZ_STORE_ID"]), body, fuzzkit.owner())
+    if status == 201 and isinstance(made, dict) and "id" in made:
+        case.path_parameters[case.path.rsplit("{", 1)[1].rstrip("}")] = made["id"]
+
+
 def assistant_conversation(case):
     """A conversation of its own to delete: the assistant's chat starts one, and its stream
     names it first."""
-    status, text = fuzzkit.api("POST", fuzzkit.store_path("/assistant/chat"),
-                               {"message": "fuzz"}, fuzzkit.owner(), raw=True)
-    found = re.search(r'"conversation_id":"([0-9a-f-]{36})"', text) if status == 200 else None
-    if found:
-        case.path_parameters["conversation_id"] = found.group(1)
+    made = chat().get("conversation")
+    if made:
+        case.path_parameters["conversation_id"] = made["conversation_id"]
 
 
 def phone_verify(case):
@@ -332,6 +391,76 @@ def phone_verify(case):
     if code:
         set_body(case, code=code)
         filled(case)
+
+
+def refund(case):
+    """The demo's order is soon refunded in full: a phase's first positive case refunds a
+    fresh paid order, at most what it was paid."""
+    if not first_in_phase(case) or not isinstance(case.body, dict):
+        return
+    order = fuzzkit.paid_order()
+    if order:
+        case.path_parameters["order_id"] = order
+        case.body["amount_cents"] = min(int(case.body.get("amount_cents") or 1), 100000)
+        filled(case)
+
+
+def receive(case):
+    """The demo's ordered purchase order is soon received in full: a phase's first positive
+    case receives a unit of a fresh one."""
+    if not first_in_phase(case) or not isinstance(case.body, dict):
+        return
+    po, variant = fuzzkit.ordered_purchase_order()
+    if po:
+        case.path_parameters["purchase_order_id"] = po
+        case.body["items"] = [{"variant_id": variant, "quantity": 1}]
+        filled(case)
+
+
+def patch_product(case):
+    """A phase's first positive case changes a product of its own (generated ids name none;
+    a variant `id` names one of the product's, which a fresh product's are not)."""
+    if not first_in_phase(case):
+        return
+    status, product = fuzzkit.api("POST", fuzzkit.store_path("/products"), {
+        "title": "Fuzz patch", "variants": [{"sku": f"FUZZ-PATCH-{RUN}-{next(MAIL_IDS)}",
+                                              "price_cents": 100}]}, fuzzkit.owner())
+    if status == 201:
+        case.path_parameters["product_id"] = product["id"]
+        for variant in (case.body or {}).get("variants") or []:
+            if isinstance(variant, dict):
+                variant.pop("id", None)
+        filled(case)
+
+
+def patch_channel(case):
+    """A phase's first positive case changes a chat channel of its own (a chat channel takes
+    no settings)."""
+    if not first_in_phase(case):
+        return
+    status, channel = fuzzkit.api("POST", fuzzkit.store_path("/channels"),
+                                  {"kind": "storefront_chat", "name": "Fuzz patch"},
+                                  fuzzkit.owner())
+    if status == 201:
+        case.path_parameters["channel_id"] = channel["id"]
+        if isinstance(case.body, dict):
+            case.body.pop("settings", None)
+        filled(case)
+
+
+def unsubscribe_event(case):
+    """An event the delivery-test webhook is subscribed to, to unsubscribe it from (by the
+    store's path, or the root path's query)."""
+    hook = os.environ["FUZZ_WEBHOOK_ID"]
+    if case.path.startswith("/stores/"):
+        event = case.path_parameters.get("event")
+        case.path_parameters["webhook_id"] = hook
+    else:
+        event = (case.query or {}).get("event")
+        set_query(case, webhook_id=hook)
+    if isinstance(event, str):
+        fuzzkit.api("POST", fuzzkit.store_path(f"/webhooks/{hook}/events"),
+                    {"events": [event]}, fuzzkit.owner())
 
 
 def end_session_token(case):
@@ -385,6 +514,11 @@ def msgapp_confirm(case):
 
 # (method, path) to what a positive case of it gets.
 FIXTURES = {
+    **{("DELETE", f"/stores/{{store_id}}/{kind}/{{{param}}}"): fresh_record
+       for kind, param in [("api-tokens", "token_id"), ("channels", "channel_id"),
+                           ("customers", "customer_id"), ("pages", "page_id"),
+                           ("products", "product_id"), ("suppliers", "supplier_id"),
+                           ("webhooks", "webhook_id"), ("workflows", "workflow_id")]},
     ("POST", "/auth/2fa/totp/verify"): totp_verify,
     ("POST", "/auth/2fa/recovery/verify"): recovery_verify,
     ("POST", "/auth/otp/send"): otp_send,
@@ -409,10 +543,22 @@ FIXTURES = {
     ("DELETE", "/stores/{store_id}/assistant/conversations/{conversation_id}"):
         assistant_conversation,
     ("POST", "/stores/{store_id}/assistant/phones/verify"): phone_verify,
+    ("POST", "/assistant/proposals/{proposal_id}/approve"): proposal,
+    ("POST", "/assistant/proposals/{proposal_id}/decline"): proposal,
+    ("POST", "/stores/{store_id}/assistant/proposals/{proposal_id}/approve"): proposal,
+    ("POST", "/stores/{store_id}/assistant/proposals/{proposal_id}/decline"): proposal,
+    ("DELETE", "/stores/{store_id}/webhooks/{webhook_id}/events/{event}"): unsubscribe_event,
+    ("DELETE", "/webhook-events"): unsubscribe_event,
+    ("POST", "/stores/{store_id}/orders/{order_id}/refund"): refund,
+    ("POST", "/stores/{store_id}/purchase-orders/{purchase_order_id}/receive"): receive,
+    ("PATCH", "/stores/{store_id}/products/{product_id}"): patch_product,
+    ("PATCH", "/stores/{store_id}/channels/{channel_id}"): patch_channel,
     ("POST", "/me/2fa/totp/enable"): totp_enable,
     ("POST", "/me/2fa/recovery-codes"): recovery_codes,
     ("POST", "/me/2fa/msgapp/confirm"): msgapp_confirm,
 }
+# Fixtures that make a record for the case: only the first positive case of each phase.
+RATIONED = {fresh_record, proposal, assistant_conversation}
 
 
 # A workflow run's subject is an order or a customer of the store: the demo's of its type.
@@ -457,10 +603,27 @@ def before_call(context, case, kwargs):
         else:
             set_header(case, "X-Cart-Token", token)
     fixture = FIXTURES.get((case.method.upper(), case.path))
-    if positive and fixture:
+    if positive and fixture in RATIONED:
+        # A record made for one case (a turn of the assistant, a create): the first positive
+        # case of each phase gets one; the rest keep their generated ids.
+        if first_in_phase(case):
+            filled(case)
+            fixture(case)
+    elif positive and fixture:
         fixture(case)
     if positive and isinstance(case.query, dict):
         case.query.pop("cursor", None)
+        # A message list's `after`/`before` name a message of the conversation (and not both
+        # at once): generated ids name none.
+        if case.path.endswith("/messages"):
+            case.query.pop("after", None)
+            case.query.pop("before", None)
+    # The configuration names the demo's variant in every line of an order: a positive case
+    # keeps one line of it (a variant twice is 422, "send one item with the total").
+    items = case.body.get("items") if isinstance(case.body, dict) else None
+    if positive and isinstance(items, list) and len(items) > 1 and case.path.endswith(
+            ("/orders", "/orders/manual")):
+        del items[1:]
     subject = case.body.get("subject") if isinstance(case.body, dict) else None
     if positive and isinstance(subject, dict) and subject.get("type") in SUBJECTS:
         subject["id"] = os.environ.get(SUBJECTS[subject["type"]], subject.get("id"))

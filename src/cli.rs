@@ -258,6 +258,12 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub sign_in_failure_limit: u32,
 
+    /// Messaging-app codes an account may be sent per hour: sign-in and second-factor codes,
+    /// and assistant phone codes (counted per store). Each send costs the operator a message.
+    #[arg(long, env = "MERCHANT_ADMIN_CODE_SENDS_PER_HOUR", default_value_t = defaults::CODE_SENDS_PER_HOUR,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub code_sends_per_hour: u32,
+
     /// Password hashes computed at once (default: half the cores, at least one).
     #[arg(long, env = "MERCHANT_ADMIN_HASH_WORKERS")]
     pub hash_workers: Option<usize>,

@@ -33,6 +33,8 @@ pub mod defaults {
     /// Documentation questions per day, all visitors together.
     pub const DOCS_DAILY_LIMIT: u32 = 2000;
     pub const SIGN_IN_FAILURE_LIMIT: u32 = 10;
+    /// Messaging-app codes per account per hour (issue 3: "5 per hour per user").
+    pub const CODE_SENDS_PER_HOUR: u32 = 5;
     pub const HASH_QUEUE_LIMIT: u32 = 256;
     pub const DB_QUEUE_LIMIT: u32 = crate::db::DEFAULT_QUEUE_LIMIT;
     pub const MSGAPP_OTP_TEMPLATE: &str = "login_code";
@@ -101,6 +103,9 @@ pub struct Config {
     pub docs_daily_limit: u32,
     /// Failed sign-ins allowed per e-mail and per address in `sign_in_window`.
     pub sign_in_failures: u32,
+    /// Messaging-app codes an account is sent per hour: sign-in and 2FA codes, and (per
+    /// store) assistant phone codes.
+    pub code_sends_per_hour: u32,
     pub sign_in_window: chrono::Duration,
     /// Password hashes computed at once; the rest wait their turn without holding a thread.
     pub hash_workers: usize,
@@ -308,6 +313,7 @@ impl Config {
             docs_hourly_limit: d::DOCS_HOURLY_LIMIT,
             docs_daily_limit: d::DOCS_DAILY_LIMIT,
             sign_in_failures: d::SIGN_IN_FAILURE_LIMIT,
+            code_sends_per_hour: d::CODE_SENDS_PER_HOUR,
             sign_in_window: chrono::Duration::minutes(15),
             hash_workers: default_hash_workers(),
             hash_queue_limit: d::HASH_QUEUE_LIMIT as usize,
@@ -361,6 +367,7 @@ impl Config {
             register_per_hour: a.register_rate_limit,
             docs_daily_limit: a.docs_daily_limit,
             sign_in_failures: a.sign_in_failure_limit,
+            code_sends_per_hour: a.code_sends_per_hour,
             hash_workers: a.hash_workers.unwrap_or_else(default_hash_workers),
             request_deadline: Duration::from_secs(a.request_deadline_secs.into()),
             max_connections: a.max_connections as usize,

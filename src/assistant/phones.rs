@@ -72,9 +72,9 @@ pub async fn start_phone(
     let code = crate::auth::store::new_code();
     let hash = crate::secrets::keyed_hash(&st.hmac_key, code.as_bytes());
     let (store_id, user, now) = (scope.store_id, scope.principal.user_id, st.clock.now());
-    let p = phone.clone();
+    let (p, per_hour) = (phone.clone(), st.cfg.code_sends_per_hour);
     st.db
-        .write(move |tx| pending(tx, store_id, user, &p, &hash, now))
+        .write(move |tx| pending(tx, (store_id, user), &p, &hash, now, per_hour))
         .await?
         .map_err(|wait| {
             AppError::new(
@@ -140,9 +140,6 @@ fn signed_in(scope: &StoreScope) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Codes sent per user and store in an hour: each allows 5 tries.
-const SENDS_PER_HOUR: i64 = 5;
-
 fn wrong() -> AppError {
     AppError::new(
         ErrorCode::InvalidVerificationCode,
@@ -151,14 +148,15 @@ fn wrong() -> AppError {
 }
 
 /// Stores a new pending code for the user's phone (replacing any pending one), within
-/// [`SENDS_PER_HOUR`]; else the seconds until another may be sent.
+/// `per_hour` sends per user and store (`--code-sends-per-hour`; each code allows 5
+/// tries); else the seconds until another may be sent.
 fn pending(
     tx: &Tx<'_>,
-    store: StoreId,
-    user: UserId,
+    (store, user): (StoreId, UserId),
     phone: &str,
     hash: &[u8],
     now: DateTime<Utc>,
+    per_hour: u32,
 ) -> Result<Result<(), i64>, AppError> {
     let window: Option<(Option<String>, i64)> = tx
         .query_row(
@@ -173,7 +171,7 @@ fn pending(
         Some((Some(start), sends)) if start > hour_ago => (start, sends),
         _ => (time::format(now), 0),
     };
-    if sends >= SENDS_PER_HOUR {
+    if sends >= i64::from(per_hour) {
         let opens = time::parse(&start).map_or(now, |t| t + chrono::Duration::hours(1));
         return Ok(Err((opens - now).num_seconds().max(1)));
     }

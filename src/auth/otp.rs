@@ -41,12 +41,12 @@ async fn send_new_code(
 ) -> Result<CodeSentOut, AppError> {
     let (now, code) = (st.clock.now(), store::new_code());
     let code_hash = secrets::keyed_hash(&st.hmac_key, code.as_bytes());
-    let (user_id, p) = (user.id, phone.clone());
+    let (user_id, p, per_hour) = (user.id, phone.clone(), st.cfg.code_sends_per_hour);
     let code_id = st
         .db
         .write(move |tx| {
             let owner = owner_of(owner_challenge.as_deref());
-            if let Some(wait) = store::send_wait(tx, user_id, owner, now)? {
+            if let Some(wait) = store::send_wait(tx, user_id, owner, now, per_hour)? {
                 return Err(AppError::rate_limited(u64::try_from(wait).unwrap_or(1)));
             }
             store::insert_code(tx, user_id, owner, &p, &code_hash, now)

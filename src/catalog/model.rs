@@ -147,6 +147,24 @@ impl ToSchema for VariantPatchIn {
     }
 }
 
+/// A product's tags, as `writes::check_tags` takes them: up to 50, each 1 to 64 characters
+/// once trimmed.
+fn tags_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(64))
+                .pattern(Some(r"\S")),
+        )
+        .max_items(Some(50))
+        .examples([serde_json::json!(["summer"])])
+        .build()
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProductIn {
@@ -160,6 +178,7 @@ pub struct ProductIn {
     /// Default `active`.
     pub status: Option<ProductStatus>,
     pub category_ids: Option<Vec<CategoryId>>,
+    #[schema(schema_with = tags_schema)]
     pub tags: Option<Vec<String>>,
     /// 1 to 100, each SKU once (so no two alike).
     #[schema(value_type = std::collections::BTreeSet<NewVariantIn>, min_items = 1, max_items = 100)]
@@ -177,6 +196,7 @@ pub struct ProductPatch {
     pub description: Option<String>,
     pub status: Option<ProductStatus>,
     pub category_ids: Option<Vec<CategoryId>>,
+    #[schema(schema_with = tags_schema)]
     pub tags: Option<Vec<String>>,
     /// The product's variants afterwards (1 to 100): those listed with `id` are kept and
     /// changed, those without are added, the rest removed (refused, 409, while they hold

@@ -32,6 +32,32 @@ pub fn tag(raw: &str) -> Result<String, &'static str> {
     }
 }
 
+/// A tag in the documents, as [`tag`] takes it: no control characters, something that is
+/// not a space, at most 64 characters.
+pub fn tag_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    const NO_CONTROL: &str = r"\u0000-\u001F\u007F-\u009F";
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(64))
+        .pattern(Some(format!(
+            r"^[^{NO_CONTROL}]*[^\s{NO_CONTROL}][^{NO_CONTROL}]*$"
+        )))
+        .build()
+}
+
+/// A customer's tags: up to 50 (`null` or absent: none given).
+fn tags_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, SchemaType, Type};
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(tag_schema())
+        .max_items(Some(50))
+        .examples([serde_json::json!(["vip"])])
+        .build()
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CustomerIn {
@@ -50,6 +76,7 @@ pub struct CustomerIn {
     /// Default false.
     pub accepts_marketing: Option<bool>,
     /// Up to 50 tags of 1 to 64 characters; repeats are kept once.
+    #[schema(schema_with = tags_schema)]
     pub tags: Option<Vec<String>>,
 }
 
@@ -68,6 +95,7 @@ pub struct CustomerPatch {
     pub addresses: Option<Vec<Address>>,
     pub accepts_marketing: Option<bool>,
     /// Replaces the tags (up to 50 of 1 to 64 characters).
+    #[schema(schema_with = tags_schema)]
     pub tags: Option<Vec<String>>,
 }
 

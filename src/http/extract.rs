@@ -92,7 +92,6 @@ pub(crate) fn body_rejection(r: &BytesRejection) -> AppError {
     }
 }
 
-/// Trimmed text of `min..=max` characters, or 422 on `field`.
 /// An int32 path parameter such as a `{version}` (spec 4.7): anything else is 422 naming it,
 /// the same on every route, rather than the 404 of a path that matches nothing.
 pub fn int32_param(name: &str, v: &str) -> Result<i32, AppError> {
@@ -100,6 +99,7 @@ pub fn int32_param(name: &str, v: &str) -> Result<i32, AppError> {
         .map_err(|_| AppError::field(name, "must be an integer (int32)"))
 }
 
+/// Trimmed text of `min..=max` characters, or 422 on `field`.
 pub fn text(field: &str, v: &str, min: usize, max: usize) -> Result<String, AppError> {
     let t = v.trim();
     let n = t.chars().count();

@@ -231,6 +231,7 @@ impl ToSchema for ChannelIn {}
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelPatch {
+    #[schema(min_length = 1, max_length = 120, pattern = r"\S")]
     pub name: Option<String>,
     pub enabled: Option<bool>,
     /// Chat channels only.

@@ -284,17 +284,9 @@ pub fn template_parameters() -> ArrayBuilder {
     ArrayBuilder::new().items(text(1024)).max_items(Some(10))
 }
 
-/// A customer tag, as `customers::model::tag` takes it: no control characters, something
-/// that is not a space, at most 64 characters.
+/// A customer tag, as `customers::model::tag` takes it.
 pub fn tag() -> Object {
-    const NO_CONTROL: &str = r"\u0000-\u001F\u007F-\u009F";
-    of_type(Type::String)
-        .min_length(Some(1))
-        .max_length(Some(64))
-        .pattern(Some(format!(
-            r"^[^{NO_CONTROL}]*[^\s{NO_CONTROL}][^{NO_CONTROL}]*$"
-        )))
-        .build()
+    crate::customers::model::tag_schema()
 }
 
 impl PartialSchema for Trigger {

@@ -7,8 +7,8 @@ use axum::http::StatusCode;
 use chrono::Duration;
 use serde_json::json;
 
-use crate::support::msgapp::{PHONE, cloud_app, start_fake};
-use crate::support::{PASSWORD, TestApp, spawn_app};
+use crate::support::msgapp::{PHONE, cloud_app, cloud_config, start_fake};
+use crate::support::{PASSWORD, TestApp, spawn_app, spawn_app_with};
 
 fn other_code(code: &str) -> String {
     format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000)
@@ -257,6 +257,23 @@ async fn five_sends_per_hour_per_user() {
     app.clock.advance(Duration::hours(1));
     let ch = app.msgapp_challenge("ana@example.com").await;
     app.otp_send(&ch).await.expect(200);
+}
+
+#[tokio::test]
+async fn the_operator_sets_how_many_codes_an_hour() {
+    let (fake, addr) = start_fake().await;
+    let app = spawn_app_with(move |c| {
+        c.msgapp = cloud_config(addr);
+        c.code_sends_per_hour = 2;
+    })
+    .await;
+    app.with_msgapp(&fake, "ana@example.com").await; // the enable code is send 1
+    app.clock.advance(Duration::seconds(31));
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect(200);
+    app.clock.advance(Duration::seconds(31));
+    let ch = app.msgapp_challenge("ana@example.com").await;
+    app.otp_send(&ch).await.expect_error(429, "rate_limited");
 }
 
 #[tokio::test]

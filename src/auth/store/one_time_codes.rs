@@ -10,9 +10,8 @@ use crate::time;
 
 pub const CODE_TTL: Duration = Duration::seconds(300);
 pub const CODE_ATTEMPTS: u32 = 5;
-/// At most one send per challenge in this interval, and `SENDS_PER_HOUR` per user.
+/// At most one send per challenge in this interval (and `--code-sends-per-hour` per user).
 pub const SEND_INTERVAL: Duration = Duration::seconds(30);
-pub const SENDS_PER_HOUR: u32 = 5;
 
 /// What a code is for, and whose it is.
 #[derive(Debug, Clone, Copy)]
@@ -42,12 +41,14 @@ pub fn new_code() -> String {
     format!("{:06}", rand::random_range(0..1_000_000u32))
 }
 
-/// Seconds to wait before another code may be sent, if the send limits say so.
+/// Seconds to wait before another code may be sent, if the send limits say so (one per
+/// challenge in [`SEND_INTERVAL`], `per_hour` per user).
 pub fn send_wait(
     c: &Connection,
     user: UserId,
     owner: CodeOwner<'_>,
     now: DateTime<Utc>,
+    per_hour: u32,
 ) -> Result<Option<i64>, AppError> {
     if let Some(ch) = owner.challenge() {
         let last: Option<String> = c.query_row(
@@ -67,7 +68,7 @@ pub fn send_wait(
         params![user, time::format(now - Duration::hours(1))],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    if sent >= SENDS_PER_HOUR {
+    if sent >= per_hour {
         let oldest = oldest.and_then(|o| time::parse(&o)).unwrap_or(now);
         return Ok(Some(
             (oldest + Duration::hours(1) - now).num_seconds().max(1),
