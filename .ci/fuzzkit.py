@@ -4,8 +4,8 @@ would read from an authenticator app or a phone, and the signed links the server
 
 `python3 .ci/fuzzkit.py setup` makes the records no operation of the documents creates in a
 usable state (a failed webhook delivery, an e-mail with a file, channels with known
-secrets, a widget conversation, accounts with second factors, organizations with an
-invoice to pay) and prints them as shell `export` lines; `... storefront` makes the
+secrets, a widget conversation, an account with both second factors, organizations with
+an invoice to pay) and prints them as shell `export` lines; `... storefront` makes the
 storefront run's product and cart. Standard library only: it runs under the system python3 and the
 venv's alike.
 
@@ -97,8 +97,12 @@ def next_totp(secret_b32):
             last = int(f.read().strip() or 0)
     except FileNotFoundError:
         last = 0
-    now = int(time.time()) // 30
-    for step in (now - 1, now, now + 1):
+    clock = time.time()
+    now = int(clock) // 30
+    # The step before is taken only early in this one: near its end the server may read the
+    # code a step later, when that step is no longer accepted.
+    steps = (now - 1, now, now + 1) if clock % 30 < 20 else (now, now + 1)
+    for step in steps:
         if step > last:
             with open(path, "w") as f:
                 f.write(str(step))
@@ -123,8 +127,12 @@ def outbox_code(recipient, not_code=None, wait=5.0):
     (read with `merchant-admin dev outbox`, as a developer would)."""
     deadline = time.time() + wait
     while True:
-        out = subprocess.run([env("FUZZ_BIN"), "dev", "outbox", "--data-dir", env("FUZZ_DATA_DIR"),
-                              "--limit", "20"], capture_output=True, text=True, check=False).stdout
+        run = subprocess.run([env("FUZZ_BIN"), "dev", "outbox", "--data-dir", env("FUZZ_DATA_DIR"),
+                              "--limit", "20"], capture_output=True, text=True, check=False,
+                             timeout=20)
+        if run.returncode != 0:
+            print(f"dev outbox failed: {run.stderr.strip()}", file=sys.stderr)
+        out = run.stdout
         for line in out.splitlines():
             if f" to {recipient} " in line:
                 found = re.search(r"\b(\d{6})\b", line.split("): ", 1)[-1])
@@ -275,6 +283,9 @@ def setup():
         raise RuntimeError("the fuzz webhook's delivery did not fail")
     must("PUT", store_path(f"/webhooks/{hook['id']}"), {"is_active": True}, owner())
     out["FUZZ_WEBHOOK_ID"], out["FUZZ_DELIVERY_ID"] = hook["id"], failed["id"]
+    # A turned-off webhook for event unsubscribes: what the runs subscribe it to is never sent.
+    out["FUZZ_EVENTS_WEBHOOK_ID"] = must("POST", store_path("/webhooks"), {
+        "url": "http://127.0.0.1:9/events", "is_active": False}, owner())["id"]
 
     # Channels whose secrets the hooks know: mail in with a file, the messaging app.
     mail = must("POST", store_path("/channels"),

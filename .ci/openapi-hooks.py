@@ -102,10 +102,16 @@ def new_session():
     email, password = os.environ["FUZZ_EMAIL"], os.environ["FUZZ_PASSWORD"]
     status, out = fuzzkit.api("POST", "/auth/login", {"email": email, "password": password})
     if isinstance(out, dict) and out.get("status") == "two_factor_required":
-        secret = read_state("fuzz-totp-secret")
-        code = fuzzkit.next_totp(secret) if secret else None
-        status, out = fuzzkit.api("POST", "/auth/2fa/totp/verify",
-                                  {"challenge": out["challenge"], "totp_code": code or ""})
+        challenge, secret = out["challenge"], read_state("fuzz-totp-secret")
+        code = fuzzkit.next_totp(secret) if secret and "totp" in out["methods"] else None
+        if code:
+            status, out = fuzzkit.api("POST", "/auth/2fa/totp/verify",
+                                      {"challenge": challenge, "totp_code": code})
+        else:
+            # The messaging-app factor only (a case turned TOTP off, msgapp_confirm it on).
+            code = fuzzkit.send_otp(challenge, SESSION_END_PHONE)
+            status, out = fuzzkit.api("POST", "/auth/otp/verify",
+                                      {"challenge": challenge, "code": code or ""})
     if status != 200:
         raise RuntimeError(f"signing the fuzz account in: {status} {out}")
     return out["session_id"]
@@ -149,7 +155,10 @@ def set_query(case, **fields):
 def sign_with(case, header, secret, prefix=""):
     """The body signed as the server checks it: HMAC-SHA256 of the bytes sent, which are the
     body as `requests` serializes it (`json.dumps`)."""
-    raw = json.dumps(case.body, allow_nan=False).encode()
+    try:
+        raw = json.dumps(case.body, allow_nan=False).encode()
+    except (TypeError, ValueError):
+        return  # no JSON body (not set, or not serializable): nothing to sign
     set_header(case, header, prefix + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest())
 
 
@@ -182,9 +191,9 @@ def filled(case):
 
 
 def totp_verify(case):
-    challenge = fuzzkit.twofa_challenge()
     code = fuzzkit.next_totp(os.environ["FUZZ_TWOFA_TOTP_SECRET"])
-    if challenge and code:
+    challenge = code and fuzzkit.twofa_challenge()
+    if challenge:
         set_body(case, challenge=challenge, totp_code=code)
 
 
@@ -288,7 +297,9 @@ def email_inbound(case):
     if isinstance(case.body, dict):
         case.body.update({"from": "Ana <ana@example.com>",
                           "message_id": f"<fuzz-{RUN}-{next(MAIL_IDS)}@example.com>"})
-        if not str(case.body.get("text") or "").strip():
+        # A mail needs text, an HTML part or a file: only one with none gets text.
+        if not any(str(case.body.get(k) or "").strip() for k in ("text", "html")) \
+                and not case.body.get("attachments"):
             case.body["text"] = "Hello"
 
 
@@ -434,24 +445,29 @@ def patch_product(case):
 
 
 def patch_channel(case):
-    """A phase's first positive case changes a chat channel of its own (a chat channel takes
-    no settings)."""
+    """A phase's first positive case changes a channel of its own, of the kind its settings
+    are for (a chat channel takes none)."""
     if not first_in_phase(case):
         return
+    settings = (case.body or {}).get("settings") if isinstance(case.body, dict) else None
+    keys = set(settings) if isinstance(settings, dict) else set()
+    if keys & {"phone_number_id", "app_secret", "verify_token"}:
+        new = {"kind": "msgapp", "settings": fuzzkit.msgapp_channel_settings()}
+    elif keys & {"address", "inbound_secret"}:
+        new = {"kind": "email", "settings": fuzzkit.email_channel_settings()}
+    else:
+        new = {"kind": "storefront_chat"}
     status, channel = fuzzkit.api("POST", fuzzkit.store_path("/channels"),
-                                  {"kind": "storefront_chat", "name": "Fuzz patch"},
-                                  fuzzkit.owner())
+                                  {**new, "name": "Fuzz patch"}, fuzzkit.owner())
     if status == 201:
         case.path_parameters["channel_id"] = channel["id"]
-        if isinstance(case.body, dict):
-            case.body.pop("settings", None)
         filled(case)
 
 
 def unsubscribe_event(case):
-    """An event the delivery-test webhook is subscribed to, to unsubscribe it from (by the
-    store's path, or the root path's query)."""
-    hook = os.environ["FUZZ_WEBHOOK_ID"]
+    """An event a turned-off webhook (nothing is delivered to it) is subscribed to, to
+    unsubscribe it from (by the store's path, or the root path's query)."""
+    hook = os.environ["FUZZ_EVENTS_WEBHOOK_ID"]
     if case.path.startswith("/stores/"):
         event = case.path_parameters.get("event")
         case.path_parameters["webhook_id"] = hook
@@ -497,11 +513,14 @@ def recovery_codes(case):
             write_state("fuzz-totp-secret", secret)
 
 
+SESSION_END_PHONE = "+5511900000003"
+
+
 def msgapp_confirm(case):
     if not first_in_phase(case):
         return
     filled(case)
-    token, phone = end_session_token(case), "+5511900000003"
+    token, phone = end_session_token(case), SESSION_END_PHONE
     password = os.environ["FUZZ_PASSWORD"]
     fuzzkit.api("DELETE", "/me/2fa/msgapp", {"password": password}, token)
     before = fuzzkit.latest_outbox_code(phone)
@@ -602,15 +621,6 @@ def before_call(context, case, kwargs):
             set_query(case, **fuzzkit.recovery_query(cart, int(time.time()) + 3600))
         else:
             set_header(case, "X-Cart-Token", token)
-    fixture = FIXTURES.get((case.method.upper(), case.path))
-    if positive and fixture in RATIONED:
-        # A record made for one case (a turn of the assistant, a create): the first positive
-        # case of each phase gets one; the rest keep their generated ids.
-        if first_in_phase(case):
-            filled(case)
-            fixture(case)
-    elif positive and fixture:
-        fixture(case)
     if positive and isinstance(case.query, dict):
         case.query.pop("cursor", None)
         # A message list's `after`/`before` name a message of the conversation (and not both
@@ -631,3 +641,13 @@ def before_call(context, case, kwargs):
     params = case.path_parameters or {}
     if spare and case.method.upper() == "DELETE" and params.get("session_id") == spare:
         params["session_id"] = new_session()
+    # Last, so what a fixture signs is the body as sent.
+    fixture = FIXTURES.get((case.method.upper(), case.path))
+    if positive and fixture in RATIONED:
+        # A record made for one case (a turn of the assistant, a create): the first positive
+        # case of each phase gets one; the rest keep their generated ids.
+        if first_in_phase(case):
+            filled(case)
+            fixture(case)
+    elif positive and fixture:
+        fixture(case)

@@ -258,8 +258,10 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub sign_in_failure_limit: u32,
 
-    /// Messaging-app codes an account may be sent per hour: sign-in and second-factor codes,
-    /// and assistant phone codes (counted per store). Each send costs the operator a message.
+    /// Messaging-app codes an account may be sent per hour: sign-in codes and the codes that
+    /// turn the factor on (together, over the last hour), and assistant phone codes (per
+    /// store, in an hour from the first). Each costs a message; each code allows 5 tries, so
+    /// raising this raises the guesses an hour at a code someone else's phone received.
     #[arg(long, env = "MERCHANT_ADMIN_CODE_SENDS_PER_HOUR", default_value_t = defaults::CODE_SENDS_PER_HOUR,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub code_sends_per_hour: u32,

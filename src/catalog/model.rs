@@ -153,6 +153,9 @@ fn tags_schema() -> utoipa::openapi::schema::Array {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
     ArrayBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .description(Some(
+            "Up to 50 tags of 1 to 64 characters (trimmed). A change replaces the tags.",
+        ))
         .items(
             ObjectBuilder::new()
                 .schema_type(Type::String)

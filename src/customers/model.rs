@@ -20,13 +20,14 @@ pub struct Address {
     pub phone: Option<String>,
 }
 
-/// A customer tag as stored: trimmed, 1 to 64 characters, no control characters.
+/// A customer tag as stored: trimmed, 1 to 64 characters, no control characters (none
+/// anywhere, a tab or a line break at an end included, as the documents say).
 pub fn tag(raw: &str) -> Result<String, &'static str> {
     let t = raw.trim();
-    if t.is_empty() || t.chars().count() > 64 {
-        Err("must be 1 to 64 characters")
-    } else if t.chars().any(char::is_control) {
+    if raw.chars().any(char::is_control) {
         Err("must not contain control characters")
+    } else if t.is_empty() || t.chars().count() > 64 {
+        Err("must be 1 to 64 characters")
     } else {
         Ok(t.to_owned())
     }
@@ -47,11 +48,16 @@ pub fn tag_schema() -> utoipa::openapi::schema::Object {
         .build()
 }
 
-/// A customer's tags: up to 50 (`null` or absent: none given).
+/// A customer's tags: up to 50 (`null` or absent: none given). `schema_with` drops the
+/// field's doc comment, so the description is here.
 fn tags_schema() -> utoipa::openapi::schema::Array {
     use utoipa::openapi::schema::{ArrayBuilder, SchemaType, Type};
     ArrayBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .description(Some(
+            "Up to 50 tags of 1 to 64 characters (trimmed), no control characters; repeats \
+             are kept once. A change replaces the tags.",
+        ))
         .items(tag_schema())
         .max_items(Some(50))
         .examples([serde_json::json!(["vip"])])

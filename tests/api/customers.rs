@@ -221,6 +221,16 @@ async fn tags_are_trimmed_kept_once_and_checked() {
     app.call(patch(), &one, &token, Some(json!({"tags": [long]})))
         .await
         .expect_error(422, "validation_failed");
+    // No control characters, not even at an end that trimming would drop (the documents'
+    // pattern says none anywhere).
+    let r = app
+        .call(patch(), &one, &token, Some(json!({"tags": ["\tvip"]})))
+        .await;
+    r.expect_error(422, "validation_failed");
+    assert_eq!(
+        r.body["details"]["fields"]["tags[0]"],
+        "must not contain control characters"
+    );
     let now = app.call(get(), &one, &token, None).await;
     assert_eq!(now.body["tags"], json!(["vip", "atacado"]));
 

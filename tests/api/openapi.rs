@@ -555,6 +555,39 @@ async fn input_schemas_carry_what_the_handlers_check() {
     want.extend(Permission::ALL.iter().map(|p| p.code()));
     assert_eq!(codes, serde_json::json!(want));
 
+    // Tags as check_tags and customers::model::tag take them, and a channel's new name as
+    // its create's.
+    for (schema, pattern) in [
+        ("/ProductIn/properties/tags", None),
+        ("/ProductPatch/properties/tags", None),
+        ("/CustomerIn/properties/tags", Some("u0000")),
+        ("/CustomerPatch/properties/tags", Some("u0000")),
+    ] {
+        let tags = component(doc, schema);
+        assert_eq!(tags["maxItems"], 50, "{schema}: {tags}");
+        assert!(tags["description"].is_string(), "{schema}: {tags}");
+        let tag = &tags["items"];
+        assert_eq!(
+            (tag["minLength"].as_u64(), tag["maxLength"].as_u64()),
+            (Some(1), Some(64)),
+            "{schema}: {tag}"
+        );
+        let p = tag["pattern"].as_str().unwrap_or_default();
+        assert!(p.contains("\\S") || p.contains("\\s"), "{schema}: {tag}");
+        if let Some(control) = pattern {
+            assert!(
+                p.contains(control),
+                "{schema} refuses control characters: {tag}"
+            );
+        }
+    }
+    let name = component(doc, "/ChannelPatch/properties/name");
+    assert_eq!(
+        (name["minLength"].as_u64(), name["maxLength"].as_u64()),
+        (Some(1), Some(120)),
+        "{name}"
+    );
+
     // Counts and bounds.
     let po_items = component(doc, "/PurchaseOrderIn/properties/items");
     assert_eq!(
