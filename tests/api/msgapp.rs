@@ -246,14 +246,7 @@ async fn failed_deliveries_are_502_and_leave_no_code() {
 async fn five_sends_per_hour_per_user() {
     let (app, fake) = cloud_app().await;
     app.with_msgapp(&fake, "ana@example.com").await; // the enable code is send 1
-    for _ in 0..4 {
-        app.clock.advance(Duration::seconds(31));
-        let ch = app.msgapp_challenge("ana@example.com").await;
-        app.otp_send(&ch).await.expect(200);
-    }
-    app.clock.advance(Duration::seconds(31));
-    let ch = app.msgapp_challenge("ana@example.com").await;
-    app.otp_send(&ch).await.expect_error(429, "rate_limited");
+    sends_then_refuses(&app, 4).await;
     app.clock.advance(Duration::hours(1));
     let ch = app.msgapp_challenge("ana@example.com").await;
     app.otp_send(&ch).await.expect(200);
@@ -268,12 +261,22 @@ async fn the_operator_sets_how_many_codes_an_hour() {
     })
     .await;
     app.with_msgapp(&fake, "ana@example.com").await; // the enable code is send 1
+    sends_then_refuses(&app, 1).await;
+}
+
+/// `sends` more sign-in codes go out to ana (each on a fresh challenge, 31 s apart), and
+/// the next is refused with 429.
+async fn sends_then_refuses(app: &TestApp, sends: usize) {
+    for _ in 0..sends {
+        app.clock.advance(Duration::seconds(31));
+        let ch = app.msgapp_challenge("ana@example.com").await;
+        app.otp_send(&ch).await.expect(200);
+    }
     app.clock.advance(Duration::seconds(31));
     let ch = app.msgapp_challenge("ana@example.com").await;
-    app.otp_send(&ch).await.expect(200);
-    app.clock.advance(Duration::seconds(31));
-    let ch = app.msgapp_challenge("ana@example.com").await;
-    app.otp_send(&ch).await.expect_error(429, "rate_limited");
+    let r = app.otp_send(&ch).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.headers.contains_key("retry-after"), "{:?}", r.headers);
 }
 
 #[tokio::test]
