@@ -349,15 +349,21 @@ def print_exports(values):
 
 
 def storefront():
-    """Right before the storefront run, so no admin run's change can take it off sale: a
-    product of its own with stock, and a cart with a line of it and a contact."""
+    """Right before the storefront run, so no admin run's change can take them away: a
+    product of its own with stock, a published page, and a cart with a line of the product
+    and a contact."""
     product = must("POST", store_path("/products"), {
         "title": "Fuzz storefront", "status": "active",
         "variants": [{"sku": "FUZZ-STOREFRONT", "price_cents": 1990, "on_hand": 100000}]},
         owner())
     variant = product["variants"][0]["id"]
+    page = must("POST", store_path("/pages"), {
+        "title": "Fuzz storefront", "slug": "fuzz-storefront", "body_markdown": "Hello",
+        "status": "published"}, owner())
     cart, token = open_cart(variant)
-    print_exports({"FUZZ_SF_VARIANT_ID": variant, "FUZZ_CART_ID": cart, "FUZZ_CART_TOKEN": token})
+    print_exports({"FUZZ_SF_VARIANT_ID": variant, "FUZZ_SF_PRODUCT_ID": product["id"],
+                   "FUZZ_SF_PAGE_SLUG": page["slug"], "FUZZ_CART_ID": cart,
+                   "FUZZ_CART_TOKEN": token})
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["setup"]:

@@ -479,6 +479,46 @@ def unsubscribe_event(case):
                     {"events": [event]}, fuzzkit.owner())
 
 
+def conversation_cart(case):
+    """The demo conversation with a cart of one line attached (a run's detach or checkout
+    leaves it none, and its read, lines and link are then 404 `no_cart`)."""
+    conversation = os.environ["FUZZ_CONVERSATION_ID"]
+    case.path_parameters["conversation_id"] = conversation
+    cart = fuzzkit.store_path(f"/conversations/{conversation}/cart")
+    status, out = fuzzkit.api("POST", cart, {}, fuzzkit.owner())
+    if status in (200, 201) and (out or {}).get("status") != "open":
+        fuzzkit.api("DELETE", cart, None, fuzzkit.owner())
+        fuzzkit.api("POST", cart, {}, fuzzkit.owner())
+    fuzzkit.api("PUT", f"{cart}/items", {"items": [
+        {"variant_id": os.environ["FUZZ_VARIANT_ID"], "quantity": 1}]}, fuzzkit.owner())
+
+
+def new_product(case):
+    """Each variant's SKU once: the variants are a set of whole objects, but two generated
+    alike in their SKU alone are 422 ("appears twice")."""
+    variants = case.body.get("variants") if isinstance(case.body, dict) else None
+    seen = set()
+    for i, variant in enumerate(variants or []):
+        if isinstance(variant, dict) and isinstance(variant.get("sku"), str):
+            if variant["sku"].strip() in seen:
+                variant["sku"] = f"FUZZ-{RUN}-{next(MAIL_IDS)}-{i}"
+            seen.add(variant["sku"].strip())
+
+
+def member(case):
+    """A member of their own to change or remove: invited (the answer carries the token) and
+    accepted by a new account."""
+    email = f"member-{RUN}-{next(MAIL_IDS)}@example.com"
+    status, invite = fuzzkit.api("POST", fuzzkit.store_path("/invites"),
+                                 {"email": email, "role": "staff"}, fuzzkit.owner())
+    if status != 201:
+        return
+    status, accepted = fuzzkit.api("POST", f"/invites/{invite['token']}/accept",
+                                   {"password": "member member member"})
+    if status == 200 and isinstance(accepted, dict) and "user" in accepted:
+        case.path_parameters["user_id"] = accepted["user"]["id"]
+
+
 def end_session_token(case):
     """The session-end run's own session (its cases' `Authorization`)."""
     return os.environ["FUZZ_END_ACCESS"]
@@ -569,6 +609,12 @@ FIXTURES = {
     ("DELETE", "/stores/{store_id}/webhooks/{webhook_id}/events/{event}"): unsubscribe_event,
     ("DELETE", "/webhook-events"): unsubscribe_event,
     ("POST", "/stores/{store_id}/orders/{order_id}/refund"): refund,
+    ("POST", "/stores/{store_id}/products"): new_product,
+    ("PATCH", "/stores/{store_id}/members/{user_id}"): member,
+    ("DELETE", "/stores/{store_id}/members/{user_id}"): member,
+    **{(method, f"/stores/{{store_id}}/conversations/{{conversation_id}}/cart{rest}"):
+       conversation_cart
+       for method, rest in [("GET", ""), ("PUT", "/items"), ("POST", "/send")]},
     ("POST", "/stores/{store_id}/purchase-orders/{purchase_order_id}/receive"): receive,
     ("PATCH", "/stores/{store_id}/products/{product_id}"): patch_product,
     ("PATCH", "/stores/{store_id}/channels/{channel_id}"): patch_channel,
@@ -577,7 +623,7 @@ FIXTURES = {
     ("POST", "/me/2fa/msgapp/confirm"): msgapp_confirm,
 }
 # Fixtures that make a record for the case: only the first positive case of each phase.
-RATIONED = {fresh_record, proposal, assistant_conversation}
+RATIONED = {fresh_record, proposal, assistant_conversation, member}
 
 
 # A workflow run's subject is an order or a customer of the store: the demo's of its type.

@@ -823,6 +823,13 @@ const FLOWS: &[Flow] = &[
         ],
         body: &[],
     },
+    // An invite's token, shown only in the create's answer, accepts it.
+    Flow {
+        from: ("/stores/{store_id}/invites", "post", "201"),
+        to: ("/invites/{token}/accept", "post"),
+        parameters: &[("token", "$response.body#/token")],
+        body: &[],
+    },
     // The assistant's newest conversation, its pending proposals, the actions taken.
     Flow {
         from: ("/stores/{store_id}/assistant/conversations", "get", "200"),

@@ -675,6 +675,8 @@ async fn flows_link_each_step_to_the_next() {
         refresh["requestBody"]["refresh_token"],
         "$response.body#/refresh_token"
     );
+    let accept = link("/stores/{store_id}/invites", "post", "201", "accept_invite");
+    assert_eq!(accept["parameters"]["token"], "$response.body#/token");
     let retry = link(
         "/stores/{store_id}/webhooks/{webhook_id}/deliveries",
         "get",
