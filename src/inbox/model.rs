@@ -141,6 +141,62 @@ fn origins_schema() -> utoipa::openapi::schema::Array {
         .build()
 }
 
+/// Text of 1 to `max` characters matching `pattern`, as a channel's fields are checked.
+fn channel_text(max: usize, pattern: &str) -> utoipa::openapi::schema::ObjectBuilder {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(max))
+        .pattern(Some(pattern))
+}
+
+/// The settings of a messaging-app channel, then of an e-mail channel, as `split_settings`
+/// checks them.
+fn kind_settings() -> [Vec<(&'static str, utoipa::openapi::schema::ObjectBuilder)>; 2] {
+    let secret = || channel_text(255, r"\S");
+    [
+        vec![
+            (
+                "phone_number_id",
+                channel_text(32, r"^[0-9]{1,32}$").examples([serde_json::json!("1234567890")]),
+            ),
+            ("app_secret", secret()),
+            ("verify_token", secret()),
+        ],
+        vec![
+            (
+                "address",
+                channel_text(254, r"^[^@\s]+@[^@\s.]+(\.[^@\s.]+)+$")
+                    .examples([serde_json::json!("support@shop.example.com")]),
+            ),
+            ("inbound_secret", secret()),
+        ],
+    ]
+}
+
+/// A change's `settings`: some of one kind's (a channel takes only its own kind's), or null.
+fn settings_patch_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{AdditionalProperties, AnyOfBuilder, ObjectBuilder, Type};
+    let mut any = AnyOfBuilder::new()
+        .description(Some(
+            "Replaces the settings it names and keeps the others: a messaging-app channel's \
+             (`phone_number_id`, `app_secret`, `verify_token`) or an e-mail channel's \
+             (`address`, `inbound_secret`); a chat channel takes none.",
+        ))
+        .item(ObjectBuilder::new().schema_type(Type::Null));
+    for fields in kind_settings() {
+        let mut o = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+        for (name, schema) in fields {
+            o = o.property(name, schema);
+        }
+        any = any.item(o);
+    }
+    utoipa::openapi::schema::Schema::AnyOf(any.build())
+}
+
 impl utoipa::PartialSchema for ChannelIn {
     /// One object per kind, with the settings that kind requires (a chat channel takes
     /// none, and is the only one with `allowed_origins`), as `split_settings` checks them.
@@ -153,13 +209,6 @@ impl utoipa::PartialSchema for ChannelIn {
                 .schema_type(types)
                 .additional_properties(Some(AdditionalProperties::FreeForm(false)))
         };
-        let text = |max: usize, pattern: &str| {
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(1))
-                .max_length(Some(max))
-                .pattern(Some(pattern))
-        };
         let channel = |kind: &str| {
             closed(SchemaType::new(Type::Object))
                 .property(
@@ -169,7 +218,7 @@ impl utoipa::PartialSchema for ChannelIn {
                         .enum_values(Some([kind])),
                 )
                 .required("kind")
-                .property("name", text(120, r"\S"))
+                .property("name", channel_text(120, r"\S"))
                 .required("name")
         };
         let settings = |fields: Vec<(&str, ObjectBuilder)>| {
@@ -179,7 +228,7 @@ impl utoipa::PartialSchema for ChannelIn {
             }
             o
         };
-        let secret = || text(255, r"\S");
+        let [msgapp, email] = kind_settings();
         OneOfBuilder::new()
             .description(Some(
                 "A new channel. `storefront_chat`: optional `allowed_origins`, no settings. \
@@ -197,29 +246,12 @@ impl utoipa::PartialSchema for ChannelIn {
             )
             .item(
                 channel("msgapp")
-                    .property(
-                        "settings",
-                        settings(vec![
-                            ("phone_number_id", text(32, r"^[0-9]{1,32}$")),
-                            ("app_secret", secret()),
-                            ("verify_token", secret()),
-                        ]),
-                    )
+                    .property("settings", settings(msgapp))
                     .required("settings"),
             )
             .item(
                 channel("email")
-                    .property(
-                        "settings",
-                        settings(vec![
-                            (
-                                "address",
-                                text(254, r"^[^@\s]+@[^@\s.]+(\.[^@\s.]+)+$")
-                                    .examples([serde_json::json!("support@shop.example.com")]),
-                            ),
-                            ("inbound_secret", secret()),
-                        ]),
-                    )
+                    .property("settings", settings(email))
                     .required("settings"),
             )
             .into()
@@ -237,7 +269,7 @@ pub struct ChannelPatch {
     /// Chat channels only.
     #[schema(schema_with = origins_schema)]
     pub allowed_origins: Option<Vec<String>>,
-    /// Replaces the given settings; the others are kept.
+    #[schema(schema_with = settings_patch_schema)]
     pub settings: Option<ChannelSettings>,
 }
 

@@ -581,6 +581,31 @@ async fn input_schemas_carry_what_the_handlers_check() {
             );
         }
     }
+    // A change's settings are one kind's: a body mixing two kinds' keys is not valid.
+    let settings = component(doc, "/ChannelPatch/properties/settings");
+    let kinds: Vec<Vec<&str>> = settings["anyOf"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{settings}"))
+        .iter()
+        .filter(|k| k["type"] == "object")
+        .map(|k| {
+            assert_eq!(k["additionalProperties"], false, "{k}");
+            k["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            vec!["app_secret", "phone_number_id", "verify_token"],
+            vec!["address", "inbound_secret"]
+        ],
+        "{settings}"
+    );
     let name = component(doc, "/ChannelPatch/properties/name");
     assert_eq!(
         (name["minLength"].as_u64(), name["maxLength"].as_u64()),
