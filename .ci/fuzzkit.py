@@ -357,9 +357,10 @@ def storefront():
         "variants": [{"sku": "FUZZ-STOREFRONT", "price_cents": 1990, "on_hand": 100000}]},
         owner())
     variant = product["variants"][0]["id"]
+    # A slug of its own: the admin runs' pages may have taken any plain one.
     page = must("POST", store_path("/pages"), {
-        "title": "Fuzz storefront", "slug": "fuzz-storefront", "body_markdown": "Hello",
-        "status": "published"}, owner())
+        "title": "Fuzz storefront", "slug": f"fuzz-storefront-{os.getpid()}-{int(time.time())}",
+        "body_markdown": "Hello", "status": "published"}, owner())
     cart, token = open_cart(variant)
     print_exports({"FUZZ_SF_VARIANT_ID": variant, "FUZZ_SF_PRODUCT_ID": product["id"],
                    "FUZZ_SF_PAGE_SLUG": page["slug"], "FUZZ_CART_ID": cart,
