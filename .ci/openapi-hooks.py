@@ -26,7 +26,13 @@ configuration under .ci/schemathesis/).
    it (FIXTURES below, with .ci/fuzzkit.py): a code from the authenticator app or the
    phone, a recovery code, a signature of the body with the provider's secret, a signed
    link as the server mails it, a fresh cart, invoice or assistant conversation, the
-   records `fuzzkit.py setup` made (a failed delivery, a file, a widget conversation)."""
+   records `fuzzkit.py setup` made (a failed delivery, a file, a widget conversation).
+8. The two sockets (`/ws/conversations`, `/ws/widget`) answer 101 to a WebSocket client's
+   upgrade: a positive case is sent as one (the handshake's headers, the demo store or the
+   widget conversation with its token and origin), and its connection is closed once the
+   101 is read, so no later request is written into the socket it became."""
+import base64
+import datetime
 import hashlib
 import hmac
 import itertools
@@ -195,11 +201,24 @@ def filled(case):
     FILLED.add((case.method.upper(), case.path, case.meta.phase.name))
 
 
+@schemathesis.hook
+def before_generate_case(context, strategy):
+    """A scenario of an operation starts (the fuzzing phase runs an operation in several,
+    and schemathesis judges each on its own): its first positive case gets the rationed
+    fixture again."""
+    op = context.operation
+    if op is not None:
+        for key in [k for k in FILLED if k[:2] == (op.method.upper(), op.path)]:
+            FILLED.discard(key)
+    return strategy
+
+
 def totp_verify(case):
     code = fuzzkit.next_totp(os.environ["FUZZ_TWOFA_TOTP_SECRET"])
     challenge = code and fuzzkit.twofa_challenge()
     if challenge:
         set_body(case, challenge=challenge, totp_code=code)
+        return True
 
 
 def recovery_verify(case):
@@ -428,41 +447,136 @@ def receive(case):
         return True
 
 
+PATCH_PRODUCT = []  # this process's product to change
+
+
 def patch_product(case):
-    """A phase's first positive case changes a product of its own (generated ids name none;
-    a variant `id` names one of the product's, which a fresh product's are not)."""
-    status, product = fuzzkit.api("POST", fuzzkit.store_path("/products"), {
-        "title": "Fuzz patch", "variants": [{"sku": f"FUZZ-PATCH-{RUN}-{next(MAIL_IDS)}",
-                                              "price_cents": 100}]}, fuzzkit.owner())
-    if status == 201:
-        case.path_parameters["product_id"] = product["id"]
-        for variant in (case.body or {}).get("variants") or []:
-            if isinstance(variant, dict):
-                variant.pop("id", None)
+    """A positive case changes a product of its own, made once (generated ids name none,
+    and the demo's variants hold stock, which a change that drops them must not: 409);
+    a variant `id` names one of the product's, which generated ones are not."""
+    if not PATCH_PRODUCT:
+        status, product = fuzzkit.api("POST", fuzzkit.store_path("/products"), {
+            "title": "Fuzz patch", "variants": [{"sku": f"FUZZ-PATCH-{RUN}",
+                                                  "price_cents": 100}]}, fuzzkit.owner())
+        if status != 201:
+            return False
+        PATCH_PRODUCT.append(product["id"])
+    case.path_parameters["product_id"] = PATCH_PRODUCT[0]
+    for variant in (case.body or {}).get("variants") or []:
+        if isinstance(variant, dict):
+            variant.pop("id", None)
+    return True
+
+
+DRAFT_CAMPAIGN = []  # this process's draft campaign to change
+
+
+def new_draft():
+    """A new draft campaign to the demo's segment: its id, or None."""
+    status, made = fuzzkit.api("POST", fuzzkit.store_path("/campaigns"), {
+        "name": f"Fuzz draft {RUN}-{next(MAIL_IDS)}", "subject": "Fuzz",
+        "body_markdown": "Fuzz", "segment_id": os.environ["FUZZ_SEGMENT_ID"]}, fuzzkit.owner())
+    return made["id"] if status == 201 else None
+
+
+def draft_campaign(case):
+    """A positive case changes a draft of its own, made once: only a draft takes a change
+    (409 past it), and a run's schedule, send or delete may move the demo's on."""
+    if not DRAFT_CAMPAIGN:
+        made = new_draft()
+        if not made:
+            return False
+        DRAFT_CAMPAIGN.append(made)
+    case.path_parameters["campaign_id"] = DRAFT_CAMPAIGN[0]
+    return True
+
+
+def fresh_draft(case):
+    """A draft of its own to schedule or delete (either moves it on from draft for good)."""
+    made = new_draft()
+    if made:
+        case.path_parameters["campaign_id"] = made
         return True
+
+
+def owner_refresh(case):
+    """The refresh token of a new sign-in of the demo's owner (each is used once: a token
+    used again is 401 and ends its session)."""
+    status, out = fuzzkit.api("POST", "/auth/login", {
+        "email": os.environ["FUZZ_EMAIL"], "password": os.environ["FUZZ_PASSWORD"]})
+    if status == 200 and isinstance(out, dict) and "refresh_token" in out:
+        set_body(case, refresh_token=out["refresh_token"])
+        return True
+
+
+def attach_cart(case):
+    """An open storefront cart of the store to attach, as a shopper's would be (a generated
+    `cart_id` names none); without one, a new cart is opened."""
+    try:
+        cart, _ = fuzzkit.open_cart(os.environ["FUZZ_VARIANT_ID"])
+    except RuntimeError:
+        cart = None
+    if isinstance(case.body, dict):
+        if cart:
+            case.body["cart_id"] = cart
+        else:
+            case.body.pop("cart_id", None)
+    return bool(cart)
+
+
+def analytics_range(case):
+    """`from` no later than `to` and at most 366 days before it (a rule between two
+    parameters, which no schema states): a `to` that breaks it becomes `from`, as does a
+    missing one (today is rarely within 366 days of a generated `from`)."""
+    query = case.query if isinstance(case.query, dict) else {}
+    try:
+        start = datetime.date.fromisoformat(query["from"])
+    except (KeyError, TypeError, ValueError):
+        return
+    try:
+        end = datetime.date.fromisoformat(query["to"])
+    except (KeyError, TypeError, ValueError):
+        end = None
+    if end is None or end < start or (end - start).days >= 366:
+        query["to"] = query["from"]
+
+
+PATCH_CHANNELS = {}  # kind -> (id, phone number id): this process's channels to change
 
 
 def patch_channel(case):
-    """A phase's first positive case changes a channel of its own, of the kind its settings
-    are for (a chat channel takes none)."""
+    """A positive case changes a channel of the kind its body is for (a client knows what
+    it changes; a channel takes its own kind's settings only, and allowed origins only if
+    it is a chat channel), made once per kind: generated ids name none."""
     settings = (case.body or {}).get("settings") if isinstance(case.body, dict) else None
     keys = set(settings) if isinstance(settings, dict) else set()
     if keys & {"phone_number_id", "app_secret", "verify_token"}:
+        kind = "msgapp"
+    elif keys & {"address", "inbound_secret"}:
+        kind = "email"
+    elif isinstance(case.body, dict) and case.body.get("allowed_origins") is not None:
+        kind = "storefront_chat"
+    else:
+        kind = "email"
+    if kind not in PATCH_CHANNELS:
         # A phone number id is one channel's (409 for a second): a number of its own.
         number = str(int(time.time() * 1000) % 10**12 + next(MAIL_IDS))
-        new = {"kind": "msgapp",
-               "settings": {**fuzzkit.msgapp_channel_settings(), "phone_number_id": number}}
-    elif keys & {"address", "inbound_secret"}:
-        new = {"kind": "email", "settings": fuzzkit.email_channel_settings()}
-    else:
-        new = {"kind": "storefront_chat"}
-    status, channel = fuzzkit.api("POST", fuzzkit.store_path("/channels"),
-                                  {**new, "name": "Fuzz patch"}, fuzzkit.owner())
-    if status == 201:
-        case.path_parameters["channel_id"] = channel["id"]
-        if new["kind"] != "storefront_chat" and isinstance(case.body, dict):
-            case.body.pop("allowed_origins", None)  # chat channels only
-        return True
+        new = {"msgapp": {"kind": "msgapp", "settings": {
+                   **fuzzkit.msgapp_channel_settings(), "phone_number_id": number}},
+               "email": {"kind": "email", "settings": fuzzkit.email_channel_settings()},
+               "storefront_chat": {"kind": "storefront_chat"}}[kind]
+        status, channel = fuzzkit.api("POST", fuzzkit.store_path("/channels"),
+                                      {**new, "name": f"Fuzz patch {kind}"}, fuzzkit.owner())
+        if status != 201:
+            return False
+        PATCH_CHANNELS[kind] = (channel["id"], number)
+    channel_id, number = PATCH_CHANNELS[kind]
+    case.path_parameters["channel_id"] = channel_id
+    if kind == "msgapp" and "phone_number_id" in keys:
+        settings["phone_number_id"] = number  # its own: another channel's is 409
+    if kind != "storefront_chat" and isinstance(case.body, dict):
+        case.body.pop("allowed_origins", None)  # chat channels only
+    return True
 
 
 def unsubscribe_event(case):
@@ -518,6 +632,10 @@ def member(case):
                                    {"password": "member member member"})
     if status == 200 and isinstance(accepted, dict) and "user" in accepted:
         case.path_parameters["user_id"] = accepted["user"]["id"]
+        # Only an owner's own session gives the owner role (a store token: 403 by design).
+        if (os.environ.get("FUZZ_RUN") == "admin-store-token" and isinstance(case.body, dict)
+                and case.body.get("role") == "owner"):
+            case.body["role"] = "admin"
         return True
 
 
@@ -572,6 +690,45 @@ def msgapp_confirm(case):
     return False
 
 
+def hang_up(response, *args, **kwargs):
+    """A `requests` response hook: a connection that switched protocols is a WebSocket now,
+    never to be pooled for the next request (the server would read that as a frame)."""
+    conn = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
+    if response.status_code == 101 and conn is not None:
+        conn.close()
+    return response
+
+
+def upgrade(case, kwargs):
+    """What a WebSocket client sends (RFC 6455 4.1), on a connection that is closed after."""
+    for name, value in [("Connection", "Upgrade"), ("Upgrade", "websocket"),
+                        ("Sec-WebSocket-Version", "13"),
+                        ("Sec-WebSocket-Key", base64.b64encode(os.urandom(16)).decode())]:
+        set_header(case, name, value)
+    hooks = kwargs.setdefault("hooks", {})
+    hooks["response"] = [*hooks.get("response", []), hang_up]
+
+
+def agent_socket(case):
+    """The team's socket on the demo store, opened with the run's bearer token (a generated
+    ticket names none)."""
+    if not isinstance(case.query, dict):
+        case.query = {}
+    case.query.pop("ticket", None)
+    case.query["store_id"] = os.environ["FUZZ_STORE_ID"]
+
+
+def widget_socket(case):
+    """The shopper's socket on the widget conversation, from the chat's origin."""
+    set_query(case, key=os.environ["FUZZ_CHAT_KEY"],
+              conversation_id=os.environ["FUZZ_WIDGET_CONVERSATION_ID"],
+              token=os.environ["FUZZ_VISITOR_TOKEN"])
+    set_header(case, "Origin", os.environ["FUZZ_ORIGIN"])
+
+
+SOCKETS = {("GET", "/ws/conversations"): agent_socket, ("GET", "/ws/widget"): widget_socket}
+
+
 # (method, path) to what a positive case of it gets.
 FIXTURES = {
     **{("DELETE", f"/stores/{{store_id}}/{kind}/{{{param}}}"): fresh_record
@@ -579,6 +736,12 @@ FIXTURES = {
                            ("customers", "customer_id"), ("pages", "page_id"),
                            ("products", "product_id"), ("suppliers", "supplier_id"),
                            ("webhooks", "webhook_id"), ("workflows", "workflow_id")]},
+    ("DELETE", "/stores/{store_id}/campaigns/{campaign_id}"): fresh_draft,
+    ("POST", "/stores/{store_id}/campaigns/{campaign_id}/schedule"): fresh_draft,
+    ("POST", "/auth/refresh"): owner_refresh,
+    ("POST", "/stores/{store_id}/conversations/{conversation_id}/cart"): attach_cart,
+    ("GET", "/stores/{store_id}/analytics/summary"): analytics_range,
+    ("GET", "/stores/{store_id}/analytics/top-products"): analytics_range,
     ("POST", "/auth/2fa/totp/verify"): totp_verify,
     ("POST", "/auth/2fa/recovery/verify"): recovery_verify,
     ("POST", "/auth/otp/send"): otp_send,
@@ -619,14 +782,49 @@ FIXTURES = {
     ("POST", "/stores/{store_id}/purchase-orders/{purchase_order_id}/receive"): receive,
     ("PATCH", "/stores/{store_id}/products/{product_id}"): patch_product,
     ("PATCH", "/stores/{store_id}/channels/{channel_id}"): patch_channel,
+    ("PATCH", "/stores/{store_id}/campaigns/{campaign_id}"): draft_campaign,
+    ("POST", "/stores/{store_id}/campaigns/{campaign_id}/send-test"): draft_campaign,
     ("POST", "/me/2fa/totp/enable"): totp_enable,
     ("POST", "/me/2fa/recovery-codes"): recovery_codes,
     ("POST", "/me/2fa/msgapp/confirm"): msgapp_confirm,
 }
 # Fixtures for the first positive case of each phase only (see FILLED).
-RATIONED = {recovery_verify, otp_send, otp_verify, phone_verify, refund, receive, patch_product,
-            patch_channel, msgapp_confirm, fresh_record, proposal, assistant_conversation,
-            member}
+RATIONED = {recovery_verify, otp_send, otp_verify, phone_verify, refund, receive, msgapp_confirm,
+            fresh_record, proposal, assistant_conversation, member, totp_verify, fresh_draft,
+            owner_refresh, attach_cart}
+
+
+def chain_graph(graph):
+    """A generated graph's nodes joined as a client's editor joins them: one path through
+    them in order, each condition's two branches to the next step, and the ends last (one
+    kept: a second would have no way in). Generated edges rarely name the generated nodes,
+    and the rules they break (a start, reachability, a condition's two branches) are the
+    Graph's description, which no schema can state."""
+    nodes = graph.get("nodes")
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+        return
+    seen, kept = set(), []
+    for node in nodes:
+        if not isinstance(node.get("id"), str) or node["id"] in seen:
+            continue
+        seen.add(node["id"])
+        kept.append(node)
+    steps = [n for n in kept if n.get("type") != "end"]
+    ends = [n for n in kept if n.get("type") == "end"][:1]
+    if not steps and not ends:
+        return
+    if not ends and any(n.get("type") == "condition" for n in steps[-1:]):
+        # A last condition's branches go here (within the 200 nodes a graph may have).
+        steps, ends = steps[:199], [{"id": "fuzz-end", "type": "end"}]
+    order = steps + ends
+    edges = []
+    for here, there in zip(order, order[1:]):
+        if here.get("type") == "condition":
+            edges += [{"from": here["id"], "to": there["id"], "branch": b}
+                      for b in ("true", "false")]
+        else:
+            edges.append({"from": here["id"], "to": there["id"]})
+    graph["nodes"], graph["edges"] = order, edges
 
 
 # A workflow run's subject is an order or a customer of the store: the demo's of its type.
@@ -684,6 +882,9 @@ def before_call(context, case, kwargs):
     if positive and isinstance(items, list) and len(items) > 1 and case.path.endswith(
             ("/orders", "/orders/manual", "/cart/items")):
         del items[1:]
+    graph = case.body.get("graph") if isinstance(case.body, dict) else None
+    if positive and isinstance(graph, dict) and "/workflows" in case.path:
+        chain_graph(graph)
     subject = case.body.get("subject") if isinstance(case.body, dict) else None
     if positive and isinstance(subject, dict) and subject.get("type") in SUBJECTS:
         subject["id"] = os.environ.get(SUBJECTS[subject["type"]], subject.get("id"))
@@ -700,3 +901,7 @@ def before_call(context, case, kwargs):
             filled(case)
     elif positive and fixture:
         fixture(case)
+    socket = SOCKETS.get((case.method.upper(), case.path))
+    if positive and socket:
+        socket(case)
+        upgrade(case, kwargs)

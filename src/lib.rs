@@ -28,6 +28,7 @@ pub mod ids;
 pub mod inbox;
 pub mod inventory;
 pub mod jobs;
+pub mod json;
 pub mod mail;
 pub mod marketing;
 pub mod msgapp;

@@ -141,29 +141,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
         })
 }
 
-/// The body with each whole number written as a float (`2.0`, `1e3`) made an integer;
-/// `None` when it is not JSON or has none. Past 2^53 a float no longer names one integer.
+/// The body with each whole number written as a float made an integer; `None` when it is
+/// not JSON or has none.
 fn whole_numbers_as_integers(bytes: &[u8]) -> Option<serde_json::Value> {
-    fn walk(v: &mut serde_json::Value) -> bool {
-        use serde_json::Value;
-        match v {
-            Value::Number(n) => match n.as_f64() {
-                Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => {
-                    // In range and whole, so the cast is exact.
-                    #[allow(clippy::cast_possible_truncation)]
-                    let i = f as i64;
-                    *v = Value::from(i);
-                    true
-                }
-                _ => false,
-            },
-            Value::Array(items) => items.iter_mut().fold(false, |any, x| walk(x) | any),
-            Value::Object(fields) => fields.values_mut().fold(false, |any, x| walk(x) | any),
-            _ => false,
-        }
-    }
     let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-    walk(&mut value).then_some(value)
+    crate::json::whole_numbers_as_integers(&mut value).then_some(value)
 }
 
 /// Turns a serde message at `path` into `details.fields`. serde reports a missing field at

@@ -135,9 +135,10 @@ pub struct CampaignIn {
     #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: String,
     /// 1 to 255 characters, one line.
-    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
+    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\r\n]*\S[^\r\n]*$")]
     pub subject: String,
     /// Markdown, up to 100,000 characters; raw HTML in it is dropped when rendered.
+    #[schema(min_length = 1, max_length = 100000, pattern = r"\S")]
     pub body_markdown: String,
     pub segment_id: SegmentId,
 }
@@ -148,8 +149,9 @@ pub struct CampaignIn {
 pub struct CampaignPatch {
     #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
-    #[schema(min_length = 1, max_length = 255, pattern = r"\S")]
+    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\r\n]*\S[^\r\n]*$")]
     pub subject: Option<String>,
+    #[schema(min_length = 1, max_length = 100000, pattern = r"\S")]
     pub body_markdown: Option<String>,
     pub segment_id: Option<SegmentId>,
 }
@@ -158,17 +160,19 @@ pub struct CampaignPatch {
 #[serde(deny_unknown_fields)]
 pub struct ScheduleIn {
     /// RFC 3339; absent or not in the future sends now.
+    #[schema(format = DateTime)]
     pub scheduled_at: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendTestIn {
-    /// Where the test copy goes: an address the mailer takes (a dot-atom local part and a
-    /// host name; the pattern is the plain subset of what it takes).
+    /// Where the test copy goes: an address the mailer takes (a dot-atom local part of at
+    /// most 64 characters and a host name of labels of at most 63; the pattern is the plain
+    /// subset of what it takes).
     #[schema(
         max_length = 254,
-        pattern = r"^[A-Za-z0-9_%+-]+(\.[A-Za-z0-9_%+-]+)*@[A-Za-z0-9]+(-[A-Za-z0-9]+)*(\.[A-Za-z0-9]+(-[A-Za-z0-9]+)*)+$",
+        pattern = r"^[A-Za-z0-9_%+-]{1,32}(\.[A-Za-z0-9_%+-]{1,31})?@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$",
         example = "ana@example.com"
     )]
     pub email: String,

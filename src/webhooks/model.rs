@@ -124,7 +124,7 @@ pub struct SubscriptionOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventsIn {
-    #[schema(value_type = Vec<StoreEventName>)]
+    #[schema(value_type = Vec<StoreEventName>, min_items = 1)]
     pub events: Vec<String>,
 }
 
@@ -132,7 +132,7 @@ pub struct EventsIn {
 #[serde(deny_unknown_fields)]
 pub struct RootEventsIn {
     pub webhook_id: WebhookId,
-    #[schema(value_type = Vec<StoreEventName>)]
+    #[schema(value_type = Vec<StoreEventName>, min_items = 1)]
     pub events: Vec<String>,
 }
 

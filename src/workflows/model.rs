@@ -272,7 +272,7 @@ impl Node {
     /// validator adds the checks of the values).
     pub fn step(&self) -> Result<Step, String> {
         fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, String> {
-            serde_path_to_error::deserialize(v).map_err(|e| {
+            crate::json::from_value(v).map_err(|e| {
                 let path = e.path().to_string();
                 let msg = e.inner().to_string();
                 if path == "." {

@@ -406,7 +406,7 @@ fn cycles<'a>(edges: &[(&'a str, &'a str)]) -> Vec<Vec<&'a str>> {
 }
 
 fn check_trigger(v: &Value, ctx: &Context, problems: &mut Vec<Problem>) -> Option<Trigger> {
-    let t: Trigger = match serde_path_to_error::deserialize(v) {
+    let t: Trigger = match crate::json::from_value(v) {
         Ok(t) => t,
         Err(e) => {
             let path = e.path().to_string();

@@ -613,6 +613,33 @@ async fn input_schemas_carry_what_the_handlers_check() {
         "{name}"
     );
 
+    // A campaign's subject is one line and its body 1 to 100,000 characters with something
+    // not a space; a webhook's subscription names at least one event.
+    for schema in ["/CampaignIn", "/CampaignPatch"] {
+        let subject = component(doc, &format!("{schema}/properties/subject"));
+        let p = subject["pattern"].as_str().unwrap_or_default();
+        assert!(
+            p.contains("\\r\\n") && p.contains("\\S"),
+            "{schema}: {subject}"
+        );
+        let body = component(doc, &format!("{schema}/properties/body_markdown"));
+        assert_eq!(
+            (body["minLength"].as_u64(), body["maxLength"].as_u64()),
+            (
+                Some(1),
+                Some(merchant_admin::marketing::writes::MAX_BODY as u64)
+            ),
+            "{schema}: {body}"
+        );
+        assert_eq!(body["pattern"], "\\S", "{schema}: {body}");
+    }
+    for schema in [
+        "/EventsIn/properties/events",
+        "/RootEventsIn/properties/events",
+    ] {
+        assert_eq!(component(doc, schema)["minItems"], 1, "{schema}");
+    }
+
     // Counts and bounds.
     let po_items = component(doc, "/PurchaseOrderIn/properties/items");
     assert_eq!(

@@ -471,6 +471,43 @@ async fn each_validation_problem_is_listed_and_nothing_is_saved() {
     assert_eq!(same.body, w);
 }
 
+/// JSON Schema's `integer` admits `60.0`, and the contract check generates integers that way:
+/// a node's config and the trigger, kept as raw JSON and read later, take such a number as
+/// the integer it is (the body extractor's rule); a real fraction is still refused.
+#[tokio::test]
+async fn a_whole_number_written_with_a_fraction_is_an_integer_in_a_graph_and_a_trigger() {
+    let s = shop_on(spawn_app().await).await;
+    let graph = |seconds: Value| {
+        json!({"nodes": [
+            {"id": "wait", "type": "wait", "config": {"seconds": seconds}},
+            {"id": "end", "type": "end", "config": {}}
+        ], "edges": [{"from": "wait", "to": "end"}]})
+    };
+    let w = s
+        .create(json!({"name": "Whole", "graph": graph(json!(60.0)),
+                       "trigger": {"type": "schedule", "every_seconds": 3600.0}}))
+        .await;
+    assert_eq!(w["trigger"]["every_seconds"], json!(3600), "{w}");
+    let p = s.problems(graph(json!(60.5)), None).await;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0]["node_id"], "wait", "{p:?}");
+    let p = s
+        .problems(
+            graph(json!(60)),
+            Some(json!({"type": "schedule", "every_seconds": 3600.5})),
+        )
+        .await;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0]["message"].as_str().unwrap().starts_with("trigger: "),
+        "{p:?}"
+    );
+    assert!(
+        p[0]["message"].as_str().unwrap().contains("3600.5"),
+        "{p:?}"
+    );
+}
+
 #[tokio::test]
 async fn send_email_is_accepted_when_the_server_has_an_smtp_sender() {
     let app = spawn_app_with(|c| {
