@@ -161,6 +161,25 @@ def twofa_challenge():
     return challenge(env("FUZZ_TWOFA_EMAIL"), env("FUZZ_TWOFA_PASSWORD"))
 
 
+TOTP_PASSWORD = "totp totp totp totp"
+
+
+def totp_sign_in():
+    """(challenge, code) of a sign-in through an authenticator app, or None: the first of
+    the accounts with TOTP whose next code is free (each secret gives one a 30 s step, so
+    the runs' sign-ins take turns among them rather than wait for a step)."""
+    accounts = [(env("FUZZ_TWOFA_EMAIL"), env("FUZZ_TWOFA_PASSWORD"),
+                 env("FUZZ_TWOFA_TOTP_SECRET"))]
+    accounts += [(email, TOTP_PASSWORD, secret) for email, secret in
+                 (a.split(":") for a in os.environ.get("FUZZ_TOTP_ACCOUNTS", "").split(",") if a)]
+    for email, password, secret in accounts:
+        code = next_totp(secret)
+        token = code and challenge(email, password)
+        if token:
+            return token, code
+    return None
+
+
 def send_otp(challenge_token, phone):
     """Sends a sign-in code for `challenge_token` and reads it from the outbox."""
     before = latest_outbox_code(phone)
@@ -335,6 +354,17 @@ def setup():
     out.update(FUZZ_TWOFA_EMAIL=email, FUZZ_TWOFA_PASSWORD=password,
                FUZZ_TWOFA_TOTP_SECRET=secret, FUZZ_TWOFA_PHONE=TWOFA_PHONE,
                FUZZ_TWOFA_RECOVERY_CODES=",".join(codes))
+
+    # Accounts with TOTP alone, to take turns with the one above (see totp_sign_in).
+    pool = []
+    for n in range(1, 4):
+        email = f"totp{n}@example.com"
+        must("POST", "/auth/register", {"email": email, "password": TOTP_PASSWORD})
+        session = must("POST", "/auth/login", {"email": email, "password": TOTP_PASSWORD})["token"]
+        secret = must("GET", "/me/2fa/totp/setup", token=session)["secret"]
+        must("POST", "/me/2fa/totp/enable", {"totp_code": next_totp(secret)}, session)
+        pool.append(f"{email}:{secret}")
+    out["FUZZ_TOTP_ACCOUNTS"] = ",".join(pool)
 
     # Organizations whose first invoice a signed Pix payment settles, one per phase that
     # sends one (the demo's own stays open for the runs' pay and pix.png).

@@ -205,19 +205,21 @@ def filled(case):
 def before_generate_case(context, strategy):
     """A scenario of an operation starts (the fuzzing phase runs an operation in several,
     and schemathesis judges each on its own): its first positive case gets the rationed
-    fixture again."""
+    fixture again. Not in the stateful phase, which builds a strategy for every link it
+    follows: there the first positive case of the run gets it, and the rest are sent what
+    the links hand them (a refresh token from the sign-in or refresh before it)."""
     op = context.operation
     if op is not None:
-        for key in [k for k in FILLED if k[:2] == (op.method.upper(), op.path)]:
+        for key in [k for k in FILLED if k[:2] == (op.method.upper(), op.path)
+                    and k[2] != TestPhase.STATEFUL]:
             FILLED.discard(key)
     return strategy
 
 
 def totp_verify(case):
-    code = fuzzkit.next_totp(os.environ["FUZZ_TWOFA_TOTP_SECRET"])
-    challenge = code and fuzzkit.twofa_challenge()
-    if challenge:
-        set_body(case, challenge=challenge, totp_code=code)
+    signed = fuzzkit.totp_sign_in()
+    if signed:
+        set_body(case, challenge=signed[0], totp_code=signed[1])
         return True
 
 
@@ -524,6 +526,24 @@ def attach_cart(case):
     return bool(cart)
 
 
+def token_in(case):
+    """`*` stands alone and an expiry is in the future (a rule between the values, and one of
+    the clock, which no schema states): a positive case's scopes that name `*` keep it alone,
+    and an expiry not in the future becomes a day from now."""
+    body = case.body if isinstance(case.body, dict) else {}
+    if isinstance(body.get("scopes"), list) and "*" in body["scopes"]:
+        body["scopes"] = ["*"]
+    expires = body.get("expires_at")
+    if isinstance(expires, str):
+        now = datetime.datetime.now(datetime.timezone.utc)
+        try:
+            future = datetime.datetime.fromisoformat(expires) > now
+        except (ValueError, TypeError):
+            future = False  # an RFC 3339 time Python does not read (a leap second, say)
+        if not future:
+            body["expires_at"] = (now + datetime.timedelta(days=1)).isoformat()
+
+
 def analytics_range(case):
     """`from` no later than `to` and at most 366 days before it (a rule between two
     parameters, which no schema states): a `to` that breaks it becomes `from`, as does a
@@ -735,12 +755,14 @@ FIXTURES = {
        for kind, param in [("api-tokens", "token_id"), ("channels", "channel_id"),
                            ("customers", "customer_id"), ("pages", "page_id"),
                            ("products", "product_id"), ("suppliers", "supplier_id"),
-                           ("webhooks", "webhook_id"), ("workflows", "workflow_id")]},
+                           ("webhooks", "webhook_id"), ("workflows", "workflow_id"),
+                           ("categories", "category_id")]},
     ("DELETE", "/stores/{store_id}/campaigns/{campaign_id}"): fresh_draft,
     ("POST", "/stores/{store_id}/campaigns/{campaign_id}/schedule"): fresh_draft,
     ("POST", "/auth/refresh"): owner_refresh,
     ("POST", "/stores/{store_id}/conversations/{conversation_id}/cart"): attach_cart,
     ("GET", "/stores/{store_id}/analytics/summary"): analytics_range,
+    ("POST", "/stores/{store_id}/api-tokens"): token_in,
     ("GET", "/stores/{store_id}/analytics/top-products"): analytics_range,
     ("POST", "/auth/2fa/totp/verify"): totp_verify,
     ("POST", "/auth/2fa/recovery/verify"): recovery_verify,

@@ -35,13 +35,33 @@ pub fn whole_numbers_as_integers(v: &mut Value) -> bool {
 pub fn from_value<T: DeserializeOwned>(
     v: &Value,
 ) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
-    serde_path_to_error::deserialize(v).or_else(|e| {
-        let mut whole = v.clone();
-        if whole_numbers_as_integers(&mut whole)
-            && let Ok(t) = serde_path_to_error::deserialize(&whole)
-        {
-            return Ok(t);
+    serde_path_to_error::deserialize(v).or_else(|e| retry_whole(v, e).map(|(t, _)| t))
+}
+
+/// As [`from_value`], and `v` becomes what was read: kept raw and stored, it then holds the
+/// integers its schema promises to whoever reads it next (a client, an older binary).
+pub fn from_value_mut<T: DeserializeOwned>(
+    v: &mut Value,
+) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
+    match serde_path_to_error::deserialize(&*v) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            let (t, whole) = retry_whole(v, e)?;
+            *v = whole;
+            Ok(t)
         }
-        Err(e)
-    })
+    }
+}
+
+fn retry_whole<T: DeserializeOwned>(
+    v: &Value,
+    e: serde_path_to_error::Error<serde_json::Error>,
+) -> Result<(T, Value), serde_path_to_error::Error<serde_json::Error>> {
+    let mut whole = v.clone();
+    if whole_numbers_as_integers(&mut whole)
+        && let Ok(t) = serde_path_to_error::deserialize(&whole)
+    {
+        return Ok((t, whole));
+    }
+    Err(e)
 }

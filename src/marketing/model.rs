@@ -159,7 +159,7 @@ pub struct CampaignPatch {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleIn {
-    /// RFC 3339; absent or not in the future sends now.
+    /// RFC 3339, in a UTC year from 0000 to 9999; absent or not in the future sends now.
     #[schema(format = DateTime)]
     pub scheduled_at: Option<String>,
 }
@@ -168,11 +168,12 @@ pub struct ScheduleIn {
 #[serde(deny_unknown_fields)]
 pub struct SendTestIn {
     /// Where the test copy goes: an address the mailer takes (a dot-atom local part of at
-    /// most 64 characters and a host name of labels of at most 63; the pattern is the plain
-    /// subset of what it takes).
+    /// most 64 characters and a host name of labels of at most 63; the pattern is a plain
+    /// subset of what it takes: one part of at most 64, or up to four dotted parts of at
+    /// most 16).
     #[schema(
         max_length = 254,
-        pattern = r"^[A-Za-z0-9_%+-]{1,32}(\.[A-Za-z0-9_%+-]{1,31})?@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$",
+        pattern = r"^([A-Za-z0-9_%+-]{1,64}|[A-Za-z0-9_%+-]{1,16}(\.[A-Za-z0-9_%+-]{1,15}){1,3})@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$",
         example = "ana@example.com"
     )]
     pub email: String,

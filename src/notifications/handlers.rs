@@ -32,7 +32,7 @@ fn member(scope: &StoreScope) -> Result<UserId, AppError> {
 
 /// The caller's notifications in the store, newest first; `unread=true` for those not read
 /// yet (`include_total=true` counts them: the badge). Any member may read their own feed;
-/// nobody sees another member's.
+/// nobody sees another member's, and a store API token, which is nobody's feed, gets 403.
 #[utoipa::path(get, path = "/stores/{store_id}/notifications", tag = "notifications",
     security(("bearer" = [])), params(("store_id" = StoreId, Path), PageQuery, NotificationFilter),
     responses((status = 200, body = Page<NotificationOut>), (status = 403, body = ErrorBody)))]

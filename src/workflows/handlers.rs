@@ -97,14 +97,16 @@ pub async fn create_workflow(
         .write(move |tx| {
             let ctx = super::context(tx, store, smtp)?;
             let trigger = input.trigger.unwrap_or_else(manual);
-            let trigger = validate::check(&input.graph, &trigger, &ctx)?;
+            let mut graph = input.graph;
+            graph.normalize_numbers();
+            let trigger = validate::check(&graph, &trigger, &ctx)?;
             let id = WorkflowId::new();
             let w = NewWorkflow {
                 id,
                 created_by: actor.user_id,
                 name: &name,
                 description: description.trim(),
-                graph: &input.graph,
+                graph: &graph,
                 trigger: &trigger,
             };
             store::insert(tx, store, &w, now)?;
@@ -166,7 +168,8 @@ pub async fn update_workflow(
         .write(move |tx| {
             let w = store::get(tx, store, id)?.ok_or_else(not_found)?;
             let ctx = super::context(tx, store, smtp)?;
-            let graph = input.graph.unwrap_or(w.graph);
+            let mut graph = input.graph.unwrap_or(w.graph);
+            graph.normalize_numbers();
             let trigger = match input.trigger {
                 Some(t) => t,
                 None => super::trigger_json(&w.trigger)?,

@@ -95,6 +95,14 @@ pub struct Graph {
 }
 
 impl Graph {
+    /// Each node's config as its step reads it (see [`Node::read_step`]); before it is
+    /// checked and stored.
+    pub fn normalize_numbers(&mut self) {
+        for node in &mut self.nodes {
+            let _ = node.read_step();
+        }
+    }
+
     /// The node no edge leads to (validation makes sure there is exactly one).
     pub fn start(&self) -> Option<&Node> {
         self.nodes
@@ -271,8 +279,15 @@ impl Node {
     /// The node's step; Err names what is wrong with the `type` or the `config` shape (the
     /// validator adds the checks of the values).
     pub fn step(&self) -> Result<Step, String> {
-        fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, String> {
-            crate::json::from_value(v).map_err(|e| {
+        self.clone().read_step()
+    }
+
+    /// As [`Node::step`], and a config read only with its whole numbers written with a
+    /// fraction (`60.0`) made integers keeps those integers: the graph is stored as sent, and
+    /// its readers (clients, an older binary after a roll back) then find what the schema says.
+    pub fn read_step(&mut self) -> Result<Step, String> {
+        fn parse<T: serde::de::DeserializeOwned>(v: &mut Value) -> Result<T, String> {
+            crate::json::from_value_mut(v).map_err(|e| {
                 let path = e.path().to_string();
                 let msg = e.inner().to_string();
                 if path == "." {
@@ -282,27 +297,31 @@ impl Node {
                 }
             })
         }
-        let empty = Value::Object(serde_json::Map::new());
-        let optional = self.config.as_ref().unwrap_or(&empty);
-        let required = || {
-            self.config
-                .as_ref()
-                .ok_or_else(|| format!("a {} node needs a config", self.node_type))
+        let kind = self.node_type.as_str();
+        if matches!(kind, "webhook" | "end") {
+            let mut empty = Value::Object(serde_json::Map::new());
+            parse::<NoConfig>(self.config.as_mut().unwrap_or(&mut empty))?;
+            return Ok(if kind == "end" {
+                Step::End
+            } else {
+                Step::Webhook
+            });
+        }
+        if !NODE_TYPES.contains(&kind) {
+            return Err(format!(
+                "unknown node type {kind:?} (one of {})",
+                NODE_TYPES.join(", ")
+            ));
+        }
+        let Some(config) = self.config.as_mut() else {
+            return Err(format!("a {kind} node needs a config"));
         };
-        Ok(match self.node_type.as_str() {
-            "wait" => Step::Wait(parse(required()?)?),
-            "condition" => Step::Condition(parse(required()?)?),
-            "send_message" => Step::SendMessage(parse(required()?)?),
-            "send_email" => Step::SendEmail(parse(required()?)?),
-            "tag_customer" => Step::TagCustomer(parse(required()?)?),
-            "webhook" => parse::<NoConfig>(optional).map(|_| Step::Webhook)?,
-            "end" => parse::<NoConfig>(optional).map(|_| Step::End)?,
-            other => {
-                return Err(format!(
-                    "unknown node type {other:?} (one of {})",
-                    NODE_TYPES.join(", ")
-                ));
-            }
+        Ok(match kind {
+            "wait" => Step::Wait(parse(config)?),
+            "condition" => Step::Condition(parse(config)?),
+            "send_message" => Step::SendMessage(parse(config)?),
+            "send_email" => Step::SendEmail(parse(config)?),
+            _ => Step::TagCustomer(parse(config)?),
         })
     }
 }

@@ -488,6 +488,26 @@ async fn a_whole_number_written_with_a_fraction_is_an_integer_in_a_graph_and_a_t
                        "trigger": {"type": "schedule", "every_seconds": 3600.0}}))
         .await;
     assert_eq!(w["trigger"]["every_seconds"], json!(3600), "{w}");
+    // Stored as read: the integer the schema says, for every later reader of the graph.
+    assert_eq!(
+        w["graph"]["nodes"][0]["config"]["seconds"],
+        json!(60),
+        "{w}"
+    );
+    let saved = s
+        .call(
+            reqwest::Method::PATCH,
+            &s.path(&w, ""),
+            Some(json!({"graph": graph(json!(120.0))})),
+        )
+        .await;
+    saved.expect(200);
+    assert_eq!(
+        saved.body["graph"]["nodes"][0]["config"]["seconds"],
+        json!(120),
+        "{}",
+        saved.body
+    );
     let p = s.problems(graph(json!(60.5)), None).await;
     assert_eq!(p.len(), 1, "{p:?}");
     assert_eq!(p[0]["node_id"], "wait", "{p:?}");
