@@ -526,22 +526,34 @@ def attach_cart(case):
     return bool(cart)
 
 
+def in_future(body, field):
+    """`body[field]`, a time, made a day from now unless it is already in the future (a rule
+    of the clock, which no schema states)."""
+    value = body.get(field)
+    if not isinstance(value, str):
+        return
+    now = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        future = datetime.datetime.fromisoformat(value) > now
+    except (ValueError, TypeError):
+        future = False  # an RFC 3339 time Python does not read (a leap second, say)
+    if not future:
+        body[field] = (now + datetime.timedelta(days=1)).isoformat()
+
+
 def token_in(case):
-    """`*` stands alone and an expiry is in the future (a rule between the values, and one of
-    the clock, which no schema states): a positive case's scopes that name `*` keep it alone,
-    and an expiry not in the future becomes a day from now."""
+    """`*` stands alone (a rule between the values) and an expiry is in the future: a
+    positive case's scopes that name `*` keep it alone."""
     body = case.body if isinstance(case.body, dict) else {}
     if isinstance(body.get("scopes"), list) and "*" in body["scopes"]:
         body["scopes"] = ["*"]
-    expires = body.get("expires_at")
-    if isinstance(expires, str):
-        now = datetime.datetime.now(datetime.timezone.utc)
-        try:
-            future = datetime.datetime.fromisoformat(expires) > now
-        except (ValueError, TypeError):
-            future = False  # an RFC 3339 time Python does not read (a leap second, say)
-        if not future:
-            body["expires_at"] = (now + datetime.timedelta(days=1)).isoformat()
+    in_future(body, "expires_at")
+
+
+def snooze(case):
+    """A conversation is snoozed until a time in the future."""
+    if isinstance(case.body, dict):
+        in_future(case.body, "snoozed_until")
 
 
 def analytics_range(case):
@@ -659,6 +671,33 @@ def member(case):
         return True
 
 
+def invite_token(case):
+    """An invite of its own to accept (its token is only in the create's answer), for a new
+    e-mail: the generated password makes that account."""
+    email = f"invited-{RUN}-{next(MAIL_IDS)}@example.com"
+    status, invite = fuzzkit.api("POST", fuzzkit.store_path("/invites"),
+                                 {"email": email, "role": "staff"}, fuzzkit.owner())
+    if status == 201:
+        case.path_parameters["token"] = invite["token"]
+        return True
+
+
+# What a phase reads or changes by an id it did not make (the examples phase's, an id seen
+# in a list, one a link carried): the demo store's collections whose records
+# `fresh_record` can make.
+OWN_RECORD = re.compile(r"^/stores/\{store_id\}/(api-tokens|categories|channels|customers|pages"
+                        r"|products|suppliers|webhooks|workflows)/\{[a-z_]+\}$")
+
+
+def own_record(case):
+    """A record of its own, in the demo store, for a phase's first read or change of each
+    collection: the ids a phase has name records an earlier case may have deleted (a 404,
+    rightly; a link may carry one too), and a short run may reach an operation only so."""
+    if fresh_record(case):
+        case.path_parameters["store_id"] = os.environ["FUZZ_STORE_ID"]
+        return True
+
+
 def end_session_token(case):
     """The session-end run's own session (its cases' `Authorization`)."""
     return os.environ["FUZZ_END_ACCESS"]
@@ -763,6 +802,8 @@ FIXTURES = {
     ("POST", "/stores/{store_id}/conversations/{conversation_id}/cart"): attach_cart,
     ("GET", "/stores/{store_id}/analytics/summary"): analytics_range,
     ("POST", "/stores/{store_id}/api-tokens"): token_in,
+    ("PATCH", "/stores/{store_id}/conversations/{conversation_id}"): snooze,
+    ("POST", "/invites/{token}/accept"): invite_token,
     ("GET", "/stores/{store_id}/analytics/top-products"): analytics_range,
     ("POST", "/auth/2fa/totp/verify"): totp_verify,
     ("POST", "/auth/2fa/recovery/verify"): recovery_verify,
@@ -813,7 +854,7 @@ FIXTURES = {
 # Fixtures for the first positive case of each phase only (see FILLED).
 RATIONED = {recovery_verify, otp_send, otp_verify, phone_verify, refund, receive, msgapp_confirm,
             fresh_record, proposal, assistant_conversation, member, totp_verify, fresh_draft,
-            owner_refresh, attach_cart}
+            owner_refresh, attach_cart, invite_token, own_record}
 
 
 def chain_graph(graph):
@@ -916,6 +957,8 @@ def before_call(context, case, kwargs):
         params["session_id"] = new_session()
     # Last, so what a fixture signs is the body as sent.
     fixture = FIXTURES.get((case.method.upper(), case.path))
+    if fixture is None and case.method.upper() in ("GET", "PATCH") and OWN_RECORD.match(case.path):
+        fixture = own_record
     if positive and fixture in RATIONED:
         # What is scarce or slow to get: the first positive case of each phase gets it (a
         # fixture answers whether it did; until one does, the next case tries again).

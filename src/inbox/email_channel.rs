@@ -74,6 +74,8 @@ pub struct InboundEmail {
     pub in_reply_to: Option<String>,
     #[schema(example = "<CAE11aa@shop.example.com>")]
     pub references: Option<References>,
+    /// At most 20 files.
+    #[schema(max_items = 20)]
     pub attachments: Option<Vec<InboundAttachment>>,
 }
 
@@ -88,13 +90,22 @@ pub enum References {
 /// A file of the mail.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct InboundAttachment {
-    #[schema(example = "receipt.txt")]
+    /// At most 255 characters.
+    #[schema(example = "receipt.txt", max_length = 255)]
     pub filename: Option<String>,
-    /// `image/png`, `application/pdf`...
-    #[schema(example = "text/plain")]
+    /// `image/png`, `application/pdf`...: a type and a subtype, parameters after `;`.
+    #[schema(
+        example = "text/plain",
+        max_length = 255,
+        pattern = r"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+(;.*)?$"
+    )]
     pub content_type: String,
-    /// The file, standard base64 (line breaks allowed).
-    #[schema(example = "aGVsbG8=")]
+    /// The file, standard base64 with its padding (line breaks are also taken; the pattern
+    /// describes the unbroken form).
+    #[schema(
+        example = "aGVsbG8=",
+        pattern = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
+    )]
     pub content: String,
 }
 

@@ -52,7 +52,10 @@ pub struct InviteOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AcceptIn {
-    /// The password of the new account, or of the existing account with this e-mail.
+    /// The password of the new account, or of the existing account with this e-mail: at
+    /// least 8 characters, at most 256 bytes, as every account's (`maxLength` counts
+    /// characters: a password of multi-byte characters can be refused below it).
+    #[schema(min_length = 8, max_length = 256)]
     pub password: String,
 }
 

@@ -640,6 +640,25 @@ async fn input_schemas_carry_what_the_handlers_check() {
         assert_eq!(component(doc, schema)["minItems"], 1, "{schema}");
     }
 
+    // An invite is accepted with a password as every account's; an inbound mail's files
+    // are at most 20, each a MIME type and standard base64 (the pattern takes no
+    // non-canonical last symbol, which the decoder refuses).
+    let password = component(doc, "/AcceptIn/properties/password");
+    assert_eq!(
+        (
+            password["minLength"].as_u64(),
+            password["maxLength"].as_u64()
+        ),
+        (Some(8), Some(256)),
+        "{password}"
+    );
+    let files = component(doc, "/InboundEmail/properties/attachments");
+    assert_eq!(files["maxItems"], 20, "{files}");
+    for field in ["content_type", "content"] {
+        let f = component(doc, &format!("/InboundAttachment/properties/{field}"));
+        assert!(f["pattern"].is_string(), "{field}: {f}");
+    }
+
     // Counts and bounds.
     let po_items = component(doc, "/PurchaseOrderIn/properties/items");
     assert_eq!(
