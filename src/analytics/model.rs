@@ -20,12 +20,13 @@ pub enum Interval {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct SummaryQuery {
-    /// First day (`YYYY-MM-DD`, the store's time zone); default 29 days before `to`.
-    #[param(format = Date)]
+    /// First day (`YYYY-MM-DD`, a year from 1970 to 9998, the store's time zone); default 29
+    /// days before `to`.
+    #[param(format = Date, pattern = r"^(19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-[0-9]{2}-[0-9]{2}$")]
     pub from: Option<String>,
-    /// Last day, included (`YYYY-MM-DD`); default today in the store's time zone. At most
-    /// 366 days from `from`.
-    #[param(format = Date)]
+    /// Last day, included (`YYYY-MM-DD`, a year from 1970 to 9998); default today in the
+    /// store's time zone. At most 366 days from `from`.
+    #[param(format = Date, pattern = r"^(19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-[0-9]{2}-[0-9]{2}$")]
     pub to: Option<String>,
     /// `day` (default), `week` (ISO, from Monday) or `month`.
     #[param(value_type = Option<Interval>, inline)]
@@ -37,11 +38,13 @@ pub struct SummaryQuery {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct TopProductsQuery {
-    /// First day (`YYYY-MM-DD`, the store's time zone); default 29 days before `to`.
-    #[param(format = Date)]
+    /// First day (`YYYY-MM-DD`, a year from 1970 to 9998, the store's time zone); default 29
+    /// days before `to`.
+    #[param(format = Date, pattern = r"^(19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-[0-9]{2}-[0-9]{2}$")]
     pub from: Option<String>,
-    /// Last day, included; default today. At most 366 days from `from`.
-    #[param(format = Date)]
+    /// Last day, included (a year from 1970 to 9998); default today. At most 366 days from
+    /// `from`.
+    #[param(format = Date, pattern = r"^(19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-[0-9]{2}-[0-9]{2}$")]
     pub to: Option<String>,
 }
 

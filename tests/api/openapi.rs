@@ -1177,6 +1177,19 @@ async fn query_filters_declare_the_values_they_take() {
         schema("/stores/{store_id}/analytics/summary", "from")["format"],
         "date"
     );
+    // ... of a year the range takes, 1970 to 9998 (`analytics::range`).
+    for (path, name) in [
+        ("/stores/{store_id}/analytics/summary", "from"),
+        ("/stores/{store_id}/analytics/summary", "to"),
+        ("/stores/{store_id}/analytics/top-products", "from"),
+        ("/stores/{store_id}/analytics/top-products", "to"),
+    ] {
+        let p = schema(path, name)["pattern"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(p.starts_with("^(19[7-9][0-9]|"), "{path} {name}: {p}");
+    }
     // Bodies, likewise: a preference names a notification kind; a read names ids or all.
     let kinds = component(doc, "/PreferencesIn/properties/kinds/propertyNames");
     let names: Vec<&str> = merchant_admin::notifications::model::Kind::ALL
