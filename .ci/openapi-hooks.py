@@ -671,6 +671,17 @@ def member(case):
         return True
 
 
+def paused_workflow(case):
+    """A paused workflow to resume (409 unless paused): the demo's, paused first (a run's
+    resume or publish leaves it firing)."""
+    workflow = os.environ["FUZZ_WORKFLOW_ID"]
+    status, _ = fuzzkit.api("POST", fuzzkit.store_path(f"/workflows/{workflow}/pause"), {},
+                            fuzzkit.owner())
+    if status in (200, 409):  # 409: paused already (or not published, for a 409 here too)
+        case.path_parameters["workflow_id"] = workflow
+        return True
+
+
 def invite_token(case):
     """An invite of its own to accept (its token is only in the create's answer), for a new
     e-mail: the generated password makes that account."""
@@ -695,6 +706,12 @@ def own_record(case):
     rightly; a link may carry one too), and a short run may reach an operation only so."""
     if fresh_record(case):
         case.path_parameters["store_id"] = os.environ["FUZZ_STORE_ID"]
+        # A change's unique fields (a slug, a SKU...) free ones: the example's are taken.
+        if isinstance(case.body, dict):
+            n = f"{RUN}-{next(MAIL_IDS)}"
+            for key, form in UNIQUE.items():
+                if isinstance(case.body.get(key), str):
+                    case.body[key] = form.format(n=n)
         return True
 
 
@@ -804,6 +821,7 @@ FIXTURES = {
     ("POST", "/stores/{store_id}/api-tokens"): token_in,
     ("PATCH", "/stores/{store_id}/conversations/{conversation_id}"): snooze,
     ("POST", "/invites/{token}/accept"): invite_token,
+    ("POST", "/stores/{store_id}/workflows/{workflow_id}/resume"): paused_workflow,
     ("GET", "/stores/{store_id}/analytics/top-products"): analytics_range,
     ("POST", "/auth/2fa/totp/verify"): totp_verify,
     ("POST", "/auth/2fa/recovery/verify"): recovery_verify,
@@ -854,7 +872,7 @@ FIXTURES = {
 # Fixtures for the first positive case of each phase only (see FILLED).
 RATIONED = {recovery_verify, otp_send, otp_verify, phone_verify, refund, receive, msgapp_confirm,
             fresh_record, proposal, assistant_conversation, member, totp_verify, fresh_draft,
-            owner_refresh, attach_cart, invite_token, own_record}
+            owner_refresh, attach_cart, invite_token, own_record, paused_workflow}
 
 
 def chain_graph(graph):
@@ -921,9 +939,14 @@ def before_call(context, case, kwargs):
         # A checkout, a line's removal and a recovery each use their cart up (or its token):
         # each gets a fresh one; the other calls share FUZZ_CART.
         method, path = case.method.upper(), case.path
+        # An add, first in each scenario: the shared cart's line fills up over a run (10,000
+        # units a line), and then every add is a right 422.
+        adds = method == "POST" and path.endswith("/items") and first_in_phase(case)
         if (path.endswith(("/checkout", "/recover"))
-                or (method == "DELETE" and "/items/" in path)):
+                or (method == "DELETE" and "/items/" in path) or adds):
             cart, token = fuzzkit.open_cart(os.environ["FUZZ_SF_VARIANT_ID"])
+            if adds:
+                filled(case)
         else:
             cart, token = os.environ["FUZZ_CART_ID"], os.environ["FUZZ_CART_TOKEN"]
         params["cart_id"] = cart
