@@ -276,6 +276,15 @@ def msgapp_channel_settings():
             "verify_token": VERIFY_TOKEN}
 
 
+def totp_account(email, password):
+    """A new account with TOTP turned on: (a session of it, the TOTP secret)."""
+    must("POST", "/auth/register", {"email": email, "password": password})
+    session = must("POST", "/auth/login", {"email": email, "password": password})["token"]
+    secret = must("GET", "/me/2fa/totp/setup", token=session)["secret"]
+    must("POST", "/me/2fa/totp/enable", {"totp_code": next_totp(secret)}, session)
+    return session, secret
+
+
 def setup():
     out = {}
     key, origin = env("FUZZ_CHAT_KEY"), {"Origin": env("FUZZ_ORIGIN")}
@@ -342,10 +351,7 @@ def setup():
 
     # An account with both second factors, to finish sign-ins with.
     email, password = "twofa@example.com", "twofa twofa twofa"
-    must("POST", "/auth/register", {"email": email, "password": password})
-    session = must("POST", "/auth/login", {"email": email, "password": password})["token"]
-    secret = must("GET", "/me/2fa/totp/setup", token=session)["secret"]
-    must("POST", "/me/2fa/totp/enable", {"totp_code": next_totp(secret)}, session)
+    session, secret = totp_account(email, password)
     codes = must("POST", "/me/2fa/recovery-codes", {"password": password}, session)["codes"]
     must("POST", "/me/2fa/msgapp/enable", {"phone_e164": TWOFA_PHONE, "password": password},
          session)
@@ -359,11 +365,7 @@ def setup():
     pool = []
     for n in range(1, 4):
         email = f"totp{n}@example.com"
-        must("POST", "/auth/register", {"email": email, "password": TOTP_PASSWORD})
-        session = must("POST", "/auth/login", {"email": email, "password": TOTP_PASSWORD})["token"]
-        secret = must("GET", "/me/2fa/totp/setup", token=session)["secret"]
-        must("POST", "/me/2fa/totp/enable", {"totp_code": next_totp(secret)}, session)
-        pool.append(f"{email}:{secret}")
+        pool.append(f"{email}:{totp_account(email, TOTP_PASSWORD)[1]}")
     out["FUZZ_TOTP_ACCOUNTS"] = ",".join(pool)
 
     # Organizations whose first invoice a signed Pix payment settles, one per phase that

@@ -655,12 +655,10 @@ def new_product(case):
 def member(case):
     """A member of their own to change or remove: invited (the answer carries the token) and
     accepted by a new account."""
-    email = f"member-{RUN}-{next(MAIL_IDS)}@example.com"
-    status, invite = fuzzkit.api("POST", fuzzkit.store_path("/invites"),
-                                 {"email": email, "role": "staff"}, fuzzkit.owner())
-    if status != 201:
+    token = new_invite("member")
+    if not token:
         return
-    status, accepted = fuzzkit.api("POST", f"/invites/{invite['token']}/accept",
+    status, accepted = fuzzkit.api("POST", f"/invites/{token}/accept",
                                    {"password": "member member member"})
     if status == 200 and isinstance(accepted, dict) and "user" in accepted:
         case.path_parameters["user_id"] = accepted["user"]["id"]
@@ -682,14 +680,21 @@ def paused_workflow(case):
         return True
 
 
-def invite_token(case):
-    """An invite of its own to accept (its token is only in the create's answer), for a new
-    e-mail: the generated password makes that account."""
-    email = f"invited-{RUN}-{next(MAIL_IDS)}@example.com"
+def new_invite(who):
+    """A staff invite of the demo store for a new e-mail: its token (only the create's answer
+    carries it), or None."""
+    email = f"{who}-{RUN}-{next(MAIL_IDS)}@example.com"
     status, invite = fuzzkit.api("POST", fuzzkit.store_path("/invites"),
                                  {"email": email, "role": "staff"}, fuzzkit.owner())
-    if status == 201:
-        case.path_parameters["token"] = invite["token"]
+    return invite["token"] if status == 201 else None
+
+
+def invite_token(case):
+    """An invite of its own to accept, for a new e-mail: the generated password makes that
+    account."""
+    token = new_invite("invited")
+    if token:
+        case.path_parameters["token"] = token
         return True
 
 

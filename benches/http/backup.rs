@@ -137,13 +137,13 @@ fn summary(label: &str, mut lat: Vec<Duration>, errors: usize) {
     );
 }
 
-/// The write load alone for `seconds`; the latencies measured.
+/// The write load alone for `seconds`; the latencies measured and the errors.
 async fn without_backup(
     client: &reqwest::Client,
     url: &Arc<String>,
     token: &Arc<String>,
     seconds: u64,
-) -> Vec<Duration> {
+) -> (Vec<Duration>, usize) {
     let stop = Arc::new(AtomicBool::new(false));
     let load = tokio::spawn(write_load(
         client.clone(),
@@ -168,7 +168,7 @@ async fn without_backup(
         lat.clone(),
         errors,
     );
-    lat
+    (lat, errors)
 }
 
 /// Backups in each window: one backup's writes (some 1,800) leave a single stall of the
@@ -253,11 +253,13 @@ pub async fn run(client: &reqwest::Client, seconds: u64) {
     let url = Arc::new(format!("{base}/v1/stores/{store_id}/customers"));
     let token = Arc::new(store_token);
     println!("backup: steady load of {RATE} writes/s over {WRITERS} connections");
-    let mut without = without_backup(client, &url, &token, seconds).await;
+    let (mut without, mut errors) = without_backup(client, &url, &token, seconds).await;
     with_backup(client, &url, &token, dir.path(), false).await;
     with_backup(client, &url, &token, dir.path(), true).await;
-    without.extend(without_backup(client, &url, &token, seconds).await);
+    let (after, more) = without_backup(client, &url, &token, seconds).await;
+    without.extend(after);
+    errors += more;
     // The baseline the target compares with: both windows without a backup, one before the
     // backups and one after, so a stall of the host in either weighs as in the backups' own.
-    summary("without a backup, both", without, 0);
+    summary("without a backup, both", without, errors);
 }
