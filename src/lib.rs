@@ -2,6 +2,7 @@
 //! [`serve`] runs it with the job workers and the scheduler until shutdown, so tests start
 //! exactly what production runs.
 
+pub mod admin;
 pub mod ads;
 pub mod analytics;
 pub mod api_tokens;
@@ -135,7 +136,10 @@ pub fn routes(st: &AppState) -> Router<AppState> {
         let _ = slot.set(Bytes::from(json));
     }
     // Static files, not API: they stay out of `api()` and so out of the document.
-    router.merge(widget::router()).merge(reference::router())
+    router
+        .merge(widget::router())
+        .merge(reference::router())
+        .merge(admin::router())
 }
 
 /// `routes` with every shared layer and the fallbacks, before path versioning.

@@ -13,7 +13,9 @@ use crate::state::AppState;
 pub const PREFIX: &str = "/v1";
 /// Paths that live at the root only and are never deprecated: operational ones, and the chat
 /// widget's static files (its pages embed `/widget.js`).
-pub const ROOT_PATHS: [&str; 6] = [
+pub const ROOT_PATHS: [&str; 8] = [
+    "/",
+    "/admin",
     "/healthz",
     "/readyz",
     "/widget.js",
@@ -21,8 +23,8 @@ pub const ROOT_PATHS: [&str; 6] = [
     "/docs/api",
     "/docs/api/storefront",
 ];
-/// Folders of root-only static files (the API reference's viewer).
-pub const ROOT_FOLDERS: [&str; 1] = ["/docs/api/"];
+/// Folders of root-only static files (the API reference's viewer, the admin app).
+pub const ROOT_FOLDERS: [&str; 2] = ["/docs/api/", "/admin/"];
 
 /// Marks a response from the fallback, so an unknown unversioned path gets no successor link.
 #[derive(Debug, Clone, Copy)]

@@ -90,6 +90,7 @@ async fn script(req: HeaderMap) -> Response {
         ASSET_CACHE,
         &req,
     )
+    .await
 }
 
 async fn style(req: HeaderMap) -> Response {
@@ -99,4 +100,5 @@ async fn style(req: HeaderMap) -> Response {
         ASSET_CACHE,
         &req,
     )
+    .await
 }

@@ -1,5 +1,6 @@
 //! The integration tests: one binary, a module per area (STYLE 12).
 
+mod admin_app;
 mod ads;
 mod analytics;
 mod api_tokens;

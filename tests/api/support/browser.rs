@@ -274,6 +274,63 @@ impl Browser {
         path
     }
 
+    /// The browser's windows (tabs), in the order WebDriver lists them.
+    pub async fn windows(&self) -> Vec<fantoccini::wd::WindowHandle> {
+        self.client.windows().await.expect("list windows")
+    }
+
+    pub async fn switch_to(&self, window: fantoccini::wd::WindowHandle) {
+        self.client
+            .switch_to_window(window)
+            .await
+            .expect("switch window");
+    }
+
+    pub async fn set_size(&self, width: u32, height: u32) {
+        self.client
+            .set_window_size(width, height)
+            .await
+            .expect("set the window size");
+    }
+
+    /// Screenshots of the page as a desktop (1280×800) and a phone (390×844) show it, as
+    /// `<name>-desktop.png` and `<name>-phone.png`; the window is left at desktop size.
+    pub async fn screenshots(&self, name: &str) {
+        self.screenshot(&format!("{name}-desktop")).await;
+        self.set_size(390, 844).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.screenshot(&format!("{name}-phone")).await;
+        self.set_size(1280, 800).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
+    /// Runs axe-core (vendored in `tests/vendor/`) on the page for WCAG 2.1 A and AA and
+    /// returns the serious and critical violations, one line each (rule, impact, targets).
+    pub async fn accessibility_violations(&self) -> Vec<String> {
+        static AXE: &str = include_str!("../../vendor/axe.min.js");
+        let present = self.eval("return typeof window.axe === 'object';").await;
+        if present != Value::Bool(true) {
+            self.eval(&format!("{AXE}\nreturn true;")).await;
+        }
+        let js = "const done = arguments[arguments.length - 1];
+            axe.run(document, {
+              runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+              resultTypes: ['violations'],
+            }).then(r => done(r.violations
+                .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                .map(v => v.id + ' (' + v.impact + '): ' + v.help + ' at '
+                  + v.nodes.slice(0, 5).map(n => n.target.join(' ')).join(', '))),
+              e => done(['axe failed: ' + e]));";
+        match self.client.execute_async(js, vec![]).await {
+            Ok(Value::Array(v)) => v
+                .into_iter()
+                .map(|x| x.as_str().unwrap_or_default().to_owned())
+                .collect(),
+            Ok(other) => panic!("axe answered {other}"),
+            Err(e) => panic!("axe did not run: {e}"),
+        }
+    }
+
     /// Everything in the page origin's `localStorage`.
     pub async fn local_storage(&self) -> Map<String, Value> {
         let v = self

@@ -108,13 +108,22 @@ impl TestApp {
 
     /// Seeds a user, organization and store through `setup`'s library function.
     pub async fn seed_owner(&self, email: &str, org: &str) -> SetupOutput {
+        self.setup(email, org, false).await
+    }
+
+    /// `setup --demo`: the owner's store with the demo catalog, orders, reviews and inbox.
+    pub async fn seed_demo(&self, email: &str, org: &str) -> SetupOutput {
+        self.setup(email, org, true).await
+    }
+
+    async fn setup(&self, email: &str, org: &str, demo: bool) -> SetupOutput {
         let (db, now) = (self.state.db.clone(), self.clock_now());
         let input = SetupInput {
             email: email.into(),
             password: PASSWORD.into(),
             org_name: org.into(),
             store_name: format!("{org} store"),
-            demo: false,
+            demo,
         };
         tokio::task::spawn_blocking(move || setup::run(&db, now, &input))
             .await

@@ -72,8 +72,14 @@ impl TestApp {
     pub async fn with_totp(&self, email: &str) -> (String, String) {
         let s = self.signed_in(email).await;
         let token = s["token"].as_str().unwrap().to_string();
+        let secret = self.enable_totp(&token).await;
+        (token, secret)
+    }
+
+    /// Turns TOTP on for the user signed in as `token`; returns the secret.
+    pub async fn enable_totp(&self, token: &str) -> String {
         let setup = self
-            .call(reqwest::Method::GET, "/v1/me/2fa/totp/setup", &token, None)
+            .call(reqwest::Method::GET, "/v1/me/2fa/totp/setup", token, None)
             .await;
         setup.expect(200);
         let secret = setup.body["secret"].as_str().unwrap().to_string();
@@ -81,12 +87,12 @@ impl TestApp {
         self.call(
             reqwest::Method::POST,
             "/v1/me/2fa/totp/enable",
-            &token,
+            token,
             Some(json!({"totp_code": code})),
         )
         .await
         .expect(204);
-        (token, secret)
+        secret
     }
 
     /// Password step of a sign-in that needs a second factor; returns the challenge.

@@ -1,0 +1,261 @@
+// The one client of the /v1 API. Tokens follow the spec's rule 6: the access token lives in
+// memory only; the newest refresh token in memory and sessionStorage (this tab, gone when
+// it closes); refreshes are serialized (one in flight, every caller awaits it), because two
+// refreshes with the same token look like theft and end the session.
+
+const BASE = '/v1';
+const REFRESH_KEY = 'ma.refresh_token';
+const SESSION_KEY = 'ma.session_id';
+// Refresh this long before the access token expires, so a request never races its expiry.
+const EARLY_MS = 30_000;
+
+let access = null;
+let accessExpiresAt = 0;
+let refreshToken = sessionStorage.getItem(REFRESH_KEY);
+let inFlight = null;
+let user = null;
+let sessionId = sessionStorage.getItem(SESSION_KEY);
+const listeners = new Set();
+
+// A duplicated tab starts with a copy of this tab's sessionStorage, so both would hold the
+// same refresh token and the second refresh would end the session for both. Before
+// resuming, a tab asks the others over a BroadcastChannel whether its session is already
+// held; if it is, the new tab signs in on its own session instead.
+const tabId = Math.random().toString(36).slice(2);
+let holding = false;
+let heldElsewhere = false;
+const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('ma.sessions') : null;
+if (channel) {
+  channel.onmessage = ({ data: m }) => {
+    if (m?.type === 'who' && holding && m.session_id === sessionId && m.tab !== tabId) {
+      channel.postMessage({ type: 'held', to: m.tab });
+    } else if (m?.type === 'held' && m.to === tabId) {
+      heldElsewhere = true;
+    }
+  };
+}
+
+async function heldByAnotherTab() {
+  if (!channel || !sessionId) return false;
+  heldElsewhere = false;
+  channel.postMessage({ type: 'who', session_id: sessionId, tab: tabId });
+  await new Promise((r) => setTimeout(r, 150));
+  return heldElsewhere;
+}
+
+/** An API failure: the error body's code, message and details, with the HTTP status. */
+export class ApiError extends Error {
+  constructor(status, body, traceId) {
+    super((body && body.error) || `HTTP ${status}`);
+    this.status = status;
+    this.code = (body && body.code) || (status === 0 ? 'network_error' : `http_${status}`);
+    this.details = (body && body.details) || null;
+    this.traceId = traceId || null;
+  }
+}
+
+/** Called with the user (or null when signed out) whenever the session changes. */
+export function onSession(fn) {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
+function notify() {
+  for (const fn of listeners) fn(user);
+}
+
+export function currentUser() {
+  return user;
+}
+
+export function hasStoredSession() {
+  return Boolean(refreshToken);
+}
+
+/** Adopts a session response (login, verify, refresh): 2.4's fields. */
+export function adopt(session) {
+  access = session.token;
+  accessExpiresAt = Date.now() + session.expires_in * 1000;
+  refreshToken = session.refresh_token;
+  sessionId = session.session_id;
+  holding = true;
+  sessionStorage.setItem(REFRESH_KEY, refreshToken);
+  sessionStorage.setItem(SESSION_KEY, sessionId);
+  user = session.user || user;
+  notify();
+}
+
+function forget() {
+  access = null;
+  accessExpiresAt = 0;
+  refreshToken = null;
+  sessionId = null;
+  holding = false;
+  user = null;
+  sessionStorage.removeItem(REFRESH_KEY);
+  sessionStorage.removeItem(SESSION_KEY);
+  notify();
+}
+
+async function send(method, path, { body, token, headers = {}, form } = {}) {
+  const h = { Accept: 'application/json', ...headers };
+  let payload;
+  if (form) {
+    payload = form;
+  } else if (body !== undefined) {
+    h['Content-Type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  if (token) h.Authorization = `Bearer ${token}`;
+  let res;
+  try {
+    res = await fetch(BASE + path, { method, headers: h, body: payload, cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, { error: 'network error', code: 'network_error' });
+  }
+  const text = await res.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!res.ok) throw new ApiError(res.status, data, res.headers.get('x-trace-id'));
+  return data;
+}
+
+/** One refresh at a time; callers that arrive meanwhile share its outcome. */
+export function refresh() {
+  if (!inFlight) {
+    inFlight = (async () => {
+      const token = refreshToken;
+      if (!token) throw new ApiError(401, { error: 'signed out', code: 'unauthorized' });
+      try {
+        adopt(await send('POST', '/auth/refresh', { body: { refresh_token: token } }));
+      } catch (e) {
+        // A network failure keeps the token: a retry within 30 s is honoured by the server.
+        if (e.status === 401) forget();
+        throw e;
+      }
+    })().finally(() => {
+      inFlight = null;
+    });
+  }
+  return inFlight;
+}
+
+async function validAccess() {
+  if (inFlight) await inFlight;
+  if (!access || Date.now() > accessExpiresAt - EARLY_MS) await refresh();
+  return access;
+}
+
+/** An authenticated call; on 401 `unauthorized` it refreshes once and tries again. */
+export async function call(method, path, opts = {}) {
+  const token = await validAccess();
+  try {
+    return await send(method, path, { ...opts, token });
+  } catch (e) {
+    if (e.status === 401 && e.code === 'unauthorized' && refreshToken) {
+      await refresh();
+      return send(method, path, { ...opts, token: access });
+    }
+    throw e;
+  }
+}
+
+/** A query string from an object, leaving out empty values. */
+export function qs(params = {}) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+export const api = {
+  get: (path, params) => call('GET', path + qs(params)),
+  post: (path, body, { idempotencyKey } = {}) =>
+    call('POST', path, {
+      body,
+      headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+    }),
+  postForm: (path, form) => call('POST', path, { form }),
+  put: (path, body) => call('PUT', path, { body }),
+  patch: (path, body) => call('PATCH', path, { body }),
+  del: (path) => call('DELETE', path),
+  /** A binary resource (attachment, QR code) as an object URL, with the Authorization header. */
+  async blobUrl(path) {
+    const token = await validAccess();
+    const res = await fetch(BASE + path, { headers: { Authorization: `Bearer ${token}` } });
+    if (!res.ok) throw new ApiError(res.status, null);
+    return URL.createObjectURL(await res.blob());
+  },
+};
+
+// Sign-in: public operations, no token.
+export const auth = {
+  login: (email, password) =>
+    send('POST', '/auth/login', {
+      body: { email, password, device_name: deviceName() },
+    }),
+  totp: (challenge, code) =>
+    send('POST', '/auth/2fa/totp/verify', { body: { challenge, totp_code: code } }),
+  sendOtp: (challenge) => send('POST', '/auth/otp/send', { body: { challenge } }),
+  otp: (challenge, code) => send('POST', '/auth/otp/verify', { body: { challenge, code } }),
+  recovery: (challenge, code) =>
+    send('POST', '/auth/2fa/recovery/verify', { body: { challenge, recovery_code: code } }),
+  /** Resumes the tab's session from its stored refresh token; false when there is none. */
+  async resume() {
+    if (!refreshToken) return false;
+    if (await heldByAnotherTab()) {
+      // Only this tab's copy goes; the other tab keeps the session.
+      forget();
+      return false;
+    }
+    try {
+      await refresh();
+      return true;
+    } catch (e) {
+      if (e.status === 401) return false;
+      throw e;
+    }
+  },
+  async logout() {
+    const token = refreshToken;
+    forget();
+    if (token) {
+      try {
+        await send('POST', '/auth/logout', { body: { refresh_token: token } });
+      } catch {
+        // Signed out here either way; the server forgets the session when it expires.
+      }
+    }
+  },
+  /** Sets the user record after PATCH /me. */
+  setUser(u) {
+    user = u;
+    notify();
+  },
+};
+
+function deviceName() {
+  const ua = navigator.userAgent;
+  const pick = (pairs) => (pairs.find(([re]) => re.test(ua)) || [])[1];
+  const browser = pick([[/Firefox\//, 'Firefox'], [/Edg\//, 'Edge'], [/Chrome\//, 'Chrome'], [/Safari\//, 'Safari']]);
+  const os = pick([[/Android/, 'Android'], [/iPhone|iPad/, 'iOS'], [/Mac OS X/, 'macOS'], [/Windows/, 'Windows'], [/Linux/, 'Linux']]);
+  return `${browser || 'Browser'}${os ? ` on ${os}` : ''} (admin app)`;
+}
+
+/** A fresh idempotency key, made once per intended write (a dialog), reused on retry. */
+export function newIdempotencyKey() {
+  // crypto.randomUUID needs a secure context; a VPS reached over plain http is not one.
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const hex = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
