@@ -74,7 +74,7 @@ async fn index(req: HeaderMap) -> Response {
         return AppError::not_found("admin app").into_response();
     };
     let policy = csp(&String::from_utf8_lossy(&page.data));
-    let mut res = assets::serve(page, "text/html; charset=utf-8", CACHE, &req).await;
+    let mut res = assets::serve(page, "text/html; charset=utf-8", CACHE, &req);
     let h = res.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&policy) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);
@@ -113,7 +113,7 @@ async fn file(Path(path): Path<String>, req: HeaderMap) -> Response {
         .then(|| content_type(&path).zip(Assets::get(&path)))
         .flatten();
     match found {
-        Some((kind, f)) => assets::serve(f, kind, CACHE, &req).await,
+        Some((kind, f)) => assets::serve(f, kind, CACHE, &req),
         None => AppError::not_found("file").into_response(),
     }
 }

@@ -1,10 +1,12 @@
 //! Embedded static files (rust-embed) answered with a content type, a cache policy and an
 //! ETag, so a browser revalidates with `If-None-Match` and gets 304 when nothing changed.
 //! Text files go out brotli- or gzip-compressed when the client accepts it: each file is
-//! compressed once (on a blocking thread), then served from memory.
+//! compressed once, in the background on a blocking thread, then served from memory; until
+//! that copy is ready the plain file goes out, so no request waits for (or can cancel) it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -35,12 +37,17 @@ impl Encoding {
 /// Smaller than this, compression saves less than its header costs.
 const MIN_COMPRESS: usize = 1024;
 
+/// One compressed copy: started at most once, filled when its compression ends.
+#[derive(Default)]
+struct Slot {
+    started: AtomicBool,
+    done: OnceLock<Bytes>,
+}
+
 /// Compressed copies by (content hash, encoding): a handful of files, each a few KB to a
-/// few hundred, bounded by what the binary embeds. A cell per copy, so concurrent first
-/// requests wait for one compression instead of each running their own.
-type Cell = Arc<tokio::sync::OnceCell<Bytes>>;
-static COMPRESSED: LazyLock<Mutex<HashMap<(String, Encoding), Cell>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// few hundred, bounded by what the binary embeds.
+type Slots = HashMap<(String, Encoding), Arc<Slot>>;
+static COMPRESSED: LazyLock<Mutex<Slots>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
 fn compressible(content_type: &str) -> bool {
     content_type.starts_with("text/")
@@ -49,34 +56,35 @@ fn compressible(content_type: &str) -> bool {
         || content_type.starts_with("image/svg+xml")
 }
 
-/// The encoding to answer with: brotli before gzip, each only when `Accept-Encoding` names
-/// it (or `*`) with a non-zero q-value.
+/// The encoding to answer with: the one of brotli and gzip with the higher q-value that
+/// `Accept-Encoding` gives it (by name or through `*`), brotli on a tie; none at q=0. An
+/// item whose q-value does not parse is ignored.
 fn negotiate(request: &HeaderMap) -> Option<Encoding> {
-    let mut br = None;
-    let mut gzip = None;
-    let mut star = None;
+    let (mut br, mut gzip, mut star) = (None, None, None);
     for value in request.get_all(header::ACCEPT_ENCODING) {
         let Ok(value) = value.to_str() else { continue };
         for item in value.split(',') {
             let mut parts = item.split(';');
             let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            let q = parts
-                .filter_map(|p| p.trim().strip_prefix("q=").map(str::trim))
-                .find_map(|q| q.parse::<f32>().ok())
-                .unwrap_or(1.0);
-            let accepted = q > 0.0;
+            let q = match parts.find_map(|p| p.trim().strip_prefix("q=")) {
+                None => 1.0,
+                Some(q) => match q.trim().parse::<f32>() {
+                    Ok(q) if (0.0..=1.0).contains(&q) => q,
+                    _ => continue,
+                },
+            };
             match name.as_str() {
-                "br" => br = Some(accepted),
-                "gzip" | "x-gzip" => gzip = Some(accepted),
-                "*" => star = Some(accepted),
+                "br" => br = Some(q),
+                "gzip" | "x-gzip" => gzip = Some(q),
+                "*" => star = Some(q),
                 _ => {}
             }
         }
     }
-    let wants = |named: Option<bool>| named.or(star).unwrap_or(false);
-    if wants(br) {
+    let (br, gzip) = (br.or(star).unwrap_or(0.0), gzip.or(star).unwrap_or(0.0));
+    if br > 0.0 && br >= gzip {
         Some(Encoding::Brotli)
-    } else if wants(gzip) {
+    } else if gzip > 0.0 {
         Some(Encoding::Gzip)
     } else {
         None
@@ -104,30 +112,34 @@ fn compress(data: &[u8], encoding: Encoding) -> std::io::Result<Vec<u8>> {
     }
 }
 
-/// The compressed copy of `file`, made on a blocking thread the first time it is asked for.
-async fn compressed(file: &EmbeddedFile, key: String, encoding: Encoding) -> Option<Bytes> {
-    let cell = COMPRESSED
+/// The compressed copy of `file` if it is ready. The first ask starts its one compression
+/// on a blocking thread, which runs to the end whatever happens to the request.
+fn compressed(file: &EmbeddedFile, key: String, encoding: Encoding) -> Option<Bytes> {
+    let slot = COMPRESSED
         .lock()
         .ok()?
         .entry((key, encoding))
         .or_default()
         .clone();
-    let data = file.data.clone();
-    cell.get_or_try_init(|| async move {
-        let data = data.into_owned();
-        match tokio::task::spawn_blocking(move || compress(&data, encoding)).await {
-            Ok(Ok(out)) => Ok(Bytes::from(out)),
-            _ => Err(()),
-        }
-    })
-    .await
-    .ok()
-    .cloned()
+    if let Some(done) = slot.done.get() {
+        return Some(done.clone());
+    }
+    if !slot.started.swap(true, Ordering::AcqRel) {
+        let data = file.data.clone().into_owned();
+        tokio::task::spawn_blocking(move || {
+            if let Ok(out) = compress(&data, encoding) {
+                let _ = slot.done.set(Bytes::from(out));
+            }
+        });
+    }
+    None
 }
 
 /// `file` as `content_type` with `cache` as its Cache-Control, compressed when the client
-/// accepts it, or 304 when the request's `If-None-Match` names the representation's ETag.
-pub async fn serve(
+/// accepts it and the copy is ready, or 304 when the request's `If-None-Match` names the
+/// representation's ETag (weak comparison, as RFC 9110 13.1.2 says: a proxy that compresses
+/// marks the tag weak).
+pub fn serve(
     file: EmbeddedFile,
     content_type: &'static str,
     cache: &'static str,
@@ -146,9 +158,10 @@ pub async fn serve(
         headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     }
     let encoding = negotiate(request).filter(|_| can_compress);
+    let body = encoding.and_then(|e| compressed(&file, hash.clone(), e).map(|b| (e, b)));
     // Each representation has its own strong ETag (RFC 9110 8.8.3).
-    let etag = match encoding {
-        Some(e) => format!("\"{hash}-{}\"", e.token()),
+    let etag = match &body {
+        Some((e, _)) => format!("\"{hash}-{}\"", e.token()),
         None => format!("\"{hash}\""),
     };
     if let Ok(v) = HeaderValue::from_str(&etag) {
@@ -157,24 +170,21 @@ pub async fn serve(
     let fresh = request
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+        .is_some_and(|tags| {
+            tags.split(',').any(|t| {
+                let t = t.trim();
+                t == "*" || t.strip_prefix("W/").unwrap_or(t) == etag
+            })
+        });
     if fresh {
         return (StatusCode::NOT_MODIFIED, headers).into_response();
     }
-    if let Some(e) = encoding
-        && let Some(body) = compressed(&file, hash.clone(), e).await
-    {
+    if let Some((e, body)) = body {
         headers.insert(
             header::CONTENT_ENCODING,
             HeaderValue::from_static(e.token()),
         );
         return (headers, body).into_response();
-    }
-    if encoding.is_some() {
-        // Compression failed (it cannot for in-memory data): the plain file is still right.
-        if let Ok(v) = HeaderValue::from_str(&format!("\"{hash}\"")) {
-            headers.insert(header::ETAG, v);
-        }
     }
     (headers, file.data.into_owned()).into_response()
 }
@@ -200,6 +210,15 @@ mod tests {
         assert_eq!(negotiate(&accept("identity")), None);
         assert_eq!(negotiate(&accept("*")), Some(Encoding::Brotli));
         assert_eq!(negotiate(&accept("*;q=0, gzip")), Some(Encoding::Gzip));
+        assert_eq!(
+            negotiate(&accept("gzip;q=1, br;q=0.1")),
+            Some(Encoding::Gzip)
+        );
+        assert_eq!(
+            negotiate(&accept("br;q=banana, gzip")),
+            Some(Encoding::Gzip)
+        );
+        assert_eq!(negotiate(&accept("br;q=2")), None);
         assert_eq!(negotiate(&HeaderMap::new()), None);
     }
 

@@ -206,7 +206,19 @@ pub fn with_budget(mut res: Response, b: &Budget) -> Response {
 }
 
 /// The middleware: 429 `rate_limited` with `Retry-After` past the budget.
+/// The admin app's own files (`/`, `/admin`, `/admin/...`): static, served from memory, and
+/// some 15 to 30 of them per page load, all revalidated on each; on the anonymous budget a
+/// team behind one address would run out of it just by opening the app.
+fn is_app_file(req: &Request) -> bool {
+    let path = req.uri().path();
+    (req.method() == axum::http::Method::GET || req.method() == axum::http::Method::HEAD)
+        && (path == "/" || path == "/admin" || path.starts_with("/admin/"))
+}
+
 pub async fn rate_limit(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    if is_app_file(&req) {
+        return next.run(req).await;
+    }
     let addr = req
         .extensions()
         .get::<ClientAddr>()

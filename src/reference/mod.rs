@@ -90,7 +90,6 @@ async fn script(req: HeaderMap) -> Response {
         ASSET_CACHE,
         &req,
     )
-    .await
 }
 
 async fn style(req: HeaderMap) -> Response {
@@ -100,5 +99,4 @@ async fn style(req: HeaderMap) -> Response {
         ASSET_CACHE,
         &req,
     )
-    .await
 }

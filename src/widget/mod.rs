@@ -53,8 +53,7 @@ async fn widget_js(req: Request) -> Response {
         "application/javascript; charset=utf-8",
         SCRIPT_CACHE,
         req.headers(),
-    )
-    .await;
+    );
     // Shops whose pages set COEP can still load it.
     res.headers_mut().insert(
         "cross-origin-resource-policy",

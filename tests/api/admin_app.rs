@@ -58,7 +58,17 @@ async fn the_app_is_served_from_the_binary_compressed_revalidated_and_under_a_st
     let plain_tag = plain.headers()["etag"].to_str().unwrap().to_owned();
     let source = plain.bytes().await.unwrap();
     for (encoding, token) in [("gzip, deflate, br", "br"), ("gzip", "gzip")] {
-        let r = raw(&app, "/admin/js/api.js", &[("accept-encoding", encoding)]).await;
+        // The compressed copy is made once, in the background; until then the plain file
+        // goes out, with its own ETag.
+        let mut r = raw(&app, "/admin/js/api.js", &[("accept-encoding", encoding)]).await;
+        for _ in 0..500 {
+            if r.headers().contains_key("content-encoding") {
+                break;
+            }
+            assert_eq!(r.headers()["etag"].to_str().unwrap(), plain_tag);
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            r = raw(&app, "/admin/js/api.js", &[("accept-encoding", encoding)]).await;
+        }
         assert_eq!(r.headers()["content-encoding"], token);
         let tag = r.headers()["etag"].to_str().unwrap().to_owned();
         assert_ne!(tag, plain_tag, "each representation has its own ETag");
@@ -85,6 +95,10 @@ async fn the_app_is_served_from_the_binary_compressed_revalidated_and_under_a_st
     }
     let again = raw(&app, "/admin/js/api.js", &[("if-none-match", &plain_tag)]).await;
     assert_eq!(again.status(), 304);
+    // A proxy that compresses marks the tag weak; it still matches.
+    let weak = format!("W/{plain_tag}");
+    let again = raw(&app, "/admin/js/api.js", &[("if-none-match", &weak)]).await;
+    assert_eq!(again.status(), 304);
 
     // Nothing outside the folder, nothing unknown; answers in the API's error shape.
     for path in [
@@ -100,6 +114,28 @@ async fn the_app_is_served_from_the_binary_compressed_revalidated_and_under_a_st
     }
     let r = app.get("/admin/vendor/preact.LICENSE.txt").await;
     assert_eq!(r.status, 200, "the vendored licences ship with the app");
+}
+
+#[tokio::test]
+async fn opening_the_app_does_not_spend_the_anonymous_budget() {
+    let app = crate::support::spawn_app_with(|c| c.rate_limit_anonymous = 3).await;
+    for _ in 0..3 {
+        for path in ["/", "/admin/", "/admin/js/app.js", "/admin/app.css"] {
+            let r = app.get(path).await;
+            assert_eq!(r.status, 200, "{path}");
+            assert!(
+                r.header("ratelimit-limit").is_none(),
+                "{path} is not charged"
+            );
+        }
+    }
+    // The budget is intact for the API's anonymous calls, and still applies to them.
+    for left in ["2", "1", "0"] {
+        let r = app.get("/v1/billing/plans").await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("ratelimit-remaining"), Some(left));
+    }
+    assert_eq!(app.get("/v1/billing/plans").await.status, 429);
 }
 
 /// Every file the binary embeds for the app, in bytes, uncompressed.
@@ -140,15 +176,20 @@ async fn demo(app: &TestApp) -> (String, String, String) {
 
 /// Signs in through the app's form with the password, then the TOTP code.
 async fn sign_in(app: &TestApp, browser: &Browser, secret: &str) {
+    sign_in_as(app, browser, secret, "admin").await;
+}
+
+/// [`sign_in`], its screenshots named `<prefix>-signin...`.
+async fn sign_in_as(app: &TestApp, browser: &Browser, secret: &str, prefix: &str) {
     browser.open(&url(app.addr, "/")).await;
     browser.wait_visible("#signin-email").await;
-    check_accessibility(browser, "sign-in").await;
-    browser.screenshots("admin-signin").await;
+    check_accessibility(browser, &format!("{prefix}-sign-in")).await;
+    browser.screenshots(&format!("{prefix}-signin")).await;
     browser.type_into("#signin-email", OWNER).await;
     browser.type_into("#signin-password", PASSWORD).await;
     browser.click("button[type=submit]").await;
     browser.wait_visible("#signin-code").await;
-    browser.screenshots("admin-signin-totp").await;
+    browser.screenshots(&format!("{prefix}-signin-totp")).await;
     let code = rfc6238(secret, app.now_unix());
     browser.type_into("#signin-code", &code).await;
     browser.click("button[type=submit]").await;
@@ -175,6 +216,36 @@ async fn visit(browser: &Browser, app: &TestApp, route: &str, ready: &str, name:
     check_accessibility(browser, name).await;
     browser.screenshots(&format!("admin-{name}")).await;
 }
+
+/// The screens with the most colors, in the dark theme: contrast holds there too.
+const DARK_SCREENS: [(&str, &str, &str); 6] = [
+    ("/", "document.querySelector('#stat-orders')", "dark-home"),
+    (
+        "/orders",
+        "document.querySelector('table.table tbody tr')",
+        "dark-orders",
+    ),
+    (
+        "/reviews",
+        "document.querySelector('.review')",
+        "dark-reviews",
+    ),
+    (
+        "/inbox",
+        "document.querySelector('.conv-row')",
+        "dark-inbox",
+    ),
+    (
+        "/products",
+        "document.querySelector('#products-table tbody tr')",
+        "dark-products",
+    ),
+    (
+        "/settings/billing",
+        "document.querySelector('#subscription')",
+        "dark-billing",
+    ),
+];
 
 /// The first UUID written anywhere in `s`.
 fn first_uuid(s: &str) -> Option<String> {
@@ -629,4 +700,18 @@ async fn every_screen_passes_the_accessibility_check_on_a_desktop_and_a_phone() 
     assert!(pix.starts_with("000201"), "a BR Code: {pix}");
     check_accessibility(&browser, "billing-pix").await;
     browser.screenshots("admin-billing-pix").await;
+    drop(browser);
+
+    // The same checks with the system in dark mode.
+    let dark = Browser::start_dark().await;
+    app.clock.advance(Duration::seconds(60));
+    sign_in_as(&app, &dark, &secret, "admin-dark").await;
+    assert_eq!(
+        dark.eval("return matchMedia('(prefers-color-scheme: dark)').matches;")
+            .await,
+        Value::Bool(true)
+    );
+    for (route, ready, name) in DARK_SCREENS {
+        visit(&dark, &app, route, ready, name).await;
+    }
 }

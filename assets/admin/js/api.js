@@ -14,6 +14,8 @@ let accessExpiresAt = 0;
 let refreshToken = sessionStorage.getItem(REFRESH_KEY);
 let inFlight = null;
 let user = null;
+// Bumped on every sign-out: a refresh answered after it must not sign the tab back in.
+let generation = 0;
 let sessionId = sessionStorage.getItem(SESSION_KEY);
 const listeners = new Set();
 
@@ -31,6 +33,10 @@ if (channel) {
       channel.postMessage({ type: 'held', to: m.tab });
     } else if (m?.type === 'held' && m.to === tabId) {
       heldElsewhere = true;
+    } else if (m?.type === 'rotated' && m.tab !== tabId && sessionId && m.session_id === sessionId) {
+      // Another tab refreshed this session (one that missed the question at start): this
+      // tab's token is spent, so it drops its copy rather than present it again.
+      forget();
     }
   };
 }
@@ -86,6 +92,7 @@ export function adopt(session) {
 }
 
 function forget() {
+  generation += 1;
   access = null;
   accessExpiresAt = 0;
   refreshToken = null;
@@ -131,13 +138,22 @@ export function refresh() {
   if (!inFlight) {
     inFlight = (async () => {
       const token = refreshToken;
+      const gen = generation;
       if (!token) throw new ApiError(401, { error: 'signed out', code: 'unauthorized' });
-      try {
-        adopt(await send('POST', '/auth/refresh', { body: { refresh_token: token } }));
-      } catch (e) {
-        // A network failure keeps the token: a retry within 30 s is honoured by the server.
-        if (e.status === 401) forget();
-        throw e;
+      // A lost answer leaves the token spent on the server: it honours the same token again
+      // for 30 s, so a network failure is retried with it at once, then after 2 and 6 s.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const session = await send('POST', '/auth/refresh', { body: { refresh_token: token } });
+          if (gen !== generation) return;
+          adopt(session);
+          channel?.postMessage({ type: 'rotated', session_id: sessionId, tab: tabId });
+          return;
+        } catch (e) {
+          if (e.status === 401 && gen === generation) forget();
+          if (e.status !== 0 || attempt === 3) throw e;
+          await new Promise((r) => setTimeout(r, [0, 2000, 4000][attempt]));
+        }
       }
     })().finally(() => {
       inFlight = null;
@@ -189,8 +205,12 @@ export const api = {
   del: (path) => call('DELETE', path),
   /** A binary resource (attachment, QR code) as an object URL, with the Authorization header. */
   async blobUrl(path) {
-    const token = await validAccess();
-    const res = await fetch(BASE + path, { headers: { Authorization: `Bearer ${token}` } });
+    const get = async () => fetch(BASE + path, { headers: { Authorization: `Bearer ${await validAccess()}` } });
+    let res = await get();
+    if (res.status === 401 && refreshToken) {
+      await refresh();
+      res = await get();
+    }
     if (!res.ok) throw new ApiError(res.status, null);
     return URL.createObjectURL(await res.blob());
   },
@@ -225,6 +245,8 @@ export const auth = {
     }
   },
   async logout() {
+    // A refresh under way would hand out the token after this one: wait for it first.
+    await inFlight?.catch(() => {});
     const token = refreshToken;
     forget();
     if (token) {

@@ -3,44 +3,26 @@
 
 import { html, useState, useEffect, createContext, useContext } from './lib.js';
 import { api, auth, onSession, currentUser, hasStoredSession } from './api.js';
-import { t, define, setLocale, onLocale, setStoreFormat, getLocale, LOCALES } from './i18n.js';
+import { t, words, setLocale, onLocale, setStoreFormat, getLocale, LOCALES } from './i18n.js';
 import { ErrorNote } from './ui.js';
 import { SignIn } from './screens/signin.js';
 
-define({
-  'en-US': {
-    'nav.home': 'Home',
-    'nav.orders': 'Orders',
-    'nav.products': 'Products',
-    'nav.customers': 'Customers',
-    'nav.reviews': 'Reviews',
-    'nav.inbox': 'Inbox',
-    'nav.settings': 'Settings',
-    'nav.main': 'Main',
-    'nav.skip': 'Skip to content',
-    'app.store': 'Store',
-    'app.sign_out': 'Sign out',
-    'app.language': 'Language',
-    'app.no_store': 'Your account is not a member of any store yet. Ask an owner for an invite, or create a store with the API.',
-    'app.not_found': 'This page does not exist.',
-  },
-  'pt-BR': {
-    'nav.home': 'Início',
-    'nav.orders': 'Pedidos',
-    'nav.products': 'Produtos',
-    'nav.customers': 'Clientes',
-    'nav.reviews': 'Avaliações',
-    'nav.inbox': 'Atendimento',
-    'nav.settings': 'Configurações',
-    'nav.main': 'Principal',
-    'nav.skip': 'Pular para o conteúdo',
-    'app.store': 'Loja',
-    'app.sign_out': 'Sair',
-    'app.language': 'Idioma',
-    'app.no_store': 'Sua conta ainda não participa de nenhuma loja. Peça um convite a um dono ou crie uma loja pela API.',
-    'app.not_found': 'Esta página não existe.',
-  },
-});
+words('', `
+nav.home|Home|Início
+nav.orders|Orders|Pedidos
+nav.products|Products|Produtos
+nav.customers|Customers|Clientes
+nav.reviews|Reviews|Avaliações
+nav.inbox|Inbox|Atendimento
+nav.settings|Settings|Configurações
+nav.main|Main|Principal
+nav.skip|Skip to content|Pular para o conteúdo
+app.store|Store|Loja
+app.sign_out|Sign out|Sair
+app.language|Language|Idioma
+app.no_store|Your account is not a member of any store yet. Ask an owner for an invite, or create a store with the API.|Sua conta ainda não participa de nenhuma loja. Peça um convite a um dono ou crie uma loja pela API.
+app.not_found|This page does not exist.|Esta página não existe.
+`);
 
 /** What every screen needs: the user, the store and its organization. */
 export const Ctx = createContext(null);
@@ -52,7 +34,15 @@ const STORE_KEY = 'ma.store_id';
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');
   const [path, query = ''] = raw.split('?');
-  return { parts: path.split('/').filter(Boolean).map(decodeURIComponent), query: new URLSearchParams(query) };
+  let parts;
+  try {
+    parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    parts = ['?'];
+  }
+  // Route parts end up in API paths: only ids and words, never "..", "/" or "%".
+  if (!parts.every((p) => /^[\w-]+$/.test(p))) parts = ['?'];
+  return { parts, query: new URLSearchParams(query) };
 }
 
 export function navigate(to) {
@@ -84,10 +74,16 @@ export function App() {
   useEffect(() => {
     if (user?.locale) setLocale(user.locale);
   }, [user?.locale]);
+  const [bootError, setBootError] = useState(null);
+  // Resuming the tab's session; a network failure offers a retry rather than a new sign-in.
+  const boot = () => {
+    setBootError(null);
+    auth.resume().then(() => setBooting(false), setBootError);
+  };
   useEffect(() => {
-    if (!booting) return;
-    auth.resume().finally(() => setBooting(false));
+    if (booting) boot();
   }, []);
+  if (bootError) return html`<main class="center" id="main"><${ErrorNote} error=${bootError} onRetry=${boot} /></main>`;
   if (booting) return html`<p class="boot" role="status">merchant-admin…</p>`;
   if (!user) return html`<${SignIn} />`;
   return html`<${Workspace} user=${user} />`;

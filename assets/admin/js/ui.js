@@ -4,32 +4,19 @@
 
 import { html, useState, useEffect, useRef, useCallback } from './lib.js';
 import { api } from './api.js';
-import { t, define, errorMessage, money, dateTime, ago } from './i18n.js';
+import { t, words, errorMessage, money, dateTime, ago } from './i18n.js';
 
-define({
-  'en-US': {
-    'ui.loading': 'Loading…',
-    'ui.retry': 'Try again',
-    'ui.next': 'Next',
-    'ui.previous': 'Previous',
-    'ui.close': 'Close',
-    'ui.cancel': 'Cancel',
-    'ui.empty': 'Nothing here yet.',
-    'ui.pages': 'Pages',
-    'ui.trace': 'Trace id',
-  },
-  'pt-BR': {
-    'ui.loading': 'Carregando…',
-    'ui.retry': 'Tentar de novo',
-    'ui.next': 'Próxima',
-    'ui.previous': 'Anterior',
-    'ui.close': 'Fechar',
-    'ui.cancel': 'Cancelar',
-    'ui.empty': 'Nada aqui ainda.',
-    'ui.pages': 'Páginas',
-    'ui.trace': 'Id de rastreio',
-  },
-});
+words('', `
+ui.loading|Loading…|Carregando…
+ui.retry|Try again|Tentar de novo
+ui.next|Next|Próxima
+ui.previous|Previous|Anterior
+ui.close|Close|Fechar
+ui.cancel|Cancel|Cancelar
+ui.empty|Nothing here yet.|Nada aqui ainda.
+ui.pages|Pages|Páginas
+ui.trace|Trace id|Id de rastreio
+`);
 
 /** Loads `load()` when `deps` change: `{ data, error, loading, reload, setData }`. */
 export function useResource(load, deps) {
@@ -127,7 +114,8 @@ export function Field({ label, id, hint, error, children }) {
 }
 
 /** A modal dialog on the native <dialog> (focus kept inside, Esc closes). */
-export function Dialog({ open, title, onClose, children, id }) {
+/** `locked` keeps it open (Esc and ✕ do nothing) while its request runs. */
+export function Dialog({ open, title, onClose, children, id, locked }) {
   const ref = useRef(null);
   useEffect(() => {
     const d = ref.current;
@@ -136,10 +124,11 @@ export function Dialog({ open, title, onClose, children, id }) {
     if (!open && d.open) d.close();
   }, [open]);
   const titleId = `${id || 'dialog'}-title`;
-  return html`<dialog ref=${ref} class="dialog" aria-labelledby=${titleId} onClose=${onClose} id=${id}>
+  return html`<dialog ref=${ref} class="dialog" aria-labelledby=${titleId} onClose=${onClose} id=${id}
+    onCancel=${(e) => locked && e.preventDefault()}>
     <div class="dialog-head">
       <h2 id=${titleId}>${title}</h2>
-      <button type="button" class="btn ghost icon" aria-label=${t('ui.close')} onClick=${onClose}>✕</button>
+      <button type="button" class="btn ghost icon" aria-label=${t('ui.close')} disabled=${locked} onClick=${onClose}>✕</button>
     </div>
     ${open && children}
   </dialog>`;

@@ -68,18 +68,30 @@ fn require(path: &str, package: &str) {
 impl Browser {
     /// Starts chromedriver and opens a session; panics with what is missing.
     pub async fn start() -> Browser {
-        Self::start_behind(NO_PROXY).await
+        Self::start_behind(NO_PROXY, &[]).await
+    }
+
+    /// A browser whose pages see `prefers-color-scheme: dark`, for the dark theme's checks.
+    pub async fn start_dark() -> Browser {
+        Self::start_behind(
+            NO_PROXY,
+            &[
+                "--force-dark-mode",
+                "--blink-settings=preferredColorScheme=0",
+            ],
+        )
+        .await
     }
 
     /// A browser whose every request that is not to localhost goes to a local listener that
     /// records it and answers nothing: the test asserts the page asked for nothing outside.
     pub async fn start_watching_egress() -> (Browser, Egress) {
         let egress = Egress::start().await;
-        let browser = Self::start_behind(&egress.addr.to_string()).await;
+        let browser = Self::start_behind(&egress.addr.to_string(), &[]).await;
         (browser, egress)
     }
 
-    async fn start_behind(proxy: &str) -> Browser {
+    async fn start_behind(proxy: &str, extra: &[&str]) -> Browser {
         require(CHROMIUM, "chromium");
         require(CHROMEDRIVER, "chromium-driver");
         let slot = SLOT
@@ -115,6 +127,7 @@ impl Browser {
         let mut args: Vec<&str> = FLAGS.to_vec();
         args.push(&proxy);
         args.push(&user_data);
+        args.extend_from_slice(extra);
         let caps = json!({
             "browserName": "chrome",
             "goog:chromeOptions": { "binary": CHROMIUM, "args": args },

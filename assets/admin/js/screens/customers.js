@@ -4,14 +4,14 @@
 
 import { html, useState, useEffect } from '../lib.js';
 import { api } from '../api.js';
-import { t, define, money, date } from '../i18n.js';
+import { t, words, money, date } from '../i18n.js';
 import { useCtx, href, navigate } from '../app.js';
 import { useResource, usePage, useAction, useFlash, ErrorNote, Dialog, Loading, Money, Time } from '../ui.js';
 import { submit, Input, Head, Table } from './settings/common.js';
 import { OrderStatus } from './orders.js';
 
 // Words: key|en-US|pt-BR, each key with the `customers.` prefix.
-define(Object.fromEntries(['en-US', 'pt-BR'].map((l, i) => [l, Object.fromEntries(`
+const w = words('customers', `
 title|Customers|Clientes
 one|Customer|Cliente
 count|{n} customers|{n} clientes
@@ -29,11 +29,11 @@ none_for|No customer matches “{q}”.|Nenhum cliente encontrado para “{q}”
 back|All customers|Todos os clientes
 edit|Edit|Editar
 edit_title|Edit customer|Editar cliente
-email|E-mail|E-mail
+email|E-mail
 phone|Phone|Telefone
-tags|Tags|Tags
+tags|Tags
 tags_hint|Separate with commas.|Separe por vírgulas.
-marketing|Marketing|Marketing
+marketing|Marketing
 accepts|Opted in|Aceita
 declines|Not opted in|Não aceita
 accepts_label|Accepts marketing e-mails|Aceita e-mails de marketing
@@ -46,15 +46,13 @@ no_orders|No orders yet.|Nenhum pedido ainda.
 in_orders|Open in Orders|Abrir em Pedidos
 order|Order|Pedido
 date|Date|Data
-status|Status|Status
+status|Status
 items|Items|Itens
-total|Total|Total
+total|Total
 save|Save|Salvar
 saved|Customer saved.|Cliente salvo.
 need_name|Type a name.|Digite um nome.
-facts|Facts|Dados`
-  .split('\n').map((r) => r.split('|')).map(([k, ...v]) => [`customers.${k}`, v[i]]))])));
-const w = (k, v) => t(`customers.${k}`, v);
+facts|Facts|Dados`);
 
 const day = (iso) => html`<time datetime=${iso}>${date(iso)}</time>`;
 const tags = (list) => list.map((x) => html`<span class="badge info">${x}</span> `);

@@ -4,62 +4,35 @@
 
 import { html } from '../lib.js';
 import { api } from '../api.js';
-import { t, define, money, date } from '../i18n.js';
+import { t, words, money, date } from '../i18n.js';
 import { useCtx } from '../app.js';
 import { useResource, ErrorNote } from '../ui.js';
 
-define({
-  'en-US': {
-    'home.title': 'Today at {store}',
-    'home.orders_today': 'Orders today',
-    'home.revenue_today': 'Revenue today',
-    'home.pending_reviews': 'Reviews to moderate',
-    'home.open_conversations': 'Open conversations',
-    'home.last_30': 'Last 30 days',
-    'home.last_30_summary': '{orders} orders, {revenue} in revenue, {refunds} refunded.',
-    'home.chart_label': 'Revenue per day over the last 30 days',
-    'home.low_stock': 'Low stock',
-    'home.low_stock_none': 'No variant is below its threshold.',
-    'home.low_stock_more': 'and {n} more',
-    'home.available': '{n} available (alert at {min})',
-    'home.checklist': 'Getting started',
-    'home.checklist_progress': '{done} of {total} done',
-    'home.see': 'See',
-    'onboarding.products': 'Add a product with stock',
-    'onboarding.payments': 'Choose the payment methods you accept',
-    'onboarding.freight': 'Set up your shipping zones',
-    'onboarding.brand': 'Set up your brand',
-    'onboarding.messaging_app': 'Connect your messaging app',
-    'onboarding.team': 'Invite your team',
-    'onboarding.custom_domain': 'Connect your own domain',
-    'onboarding.first_order': 'Get your first paid order',
-  },
-  'pt-BR': {
-    'home.title': 'Hoje na {store}',
-    'home.orders_today': 'Pedidos hoje',
-    'home.revenue_today': 'Faturamento hoje',
-    'home.pending_reviews': 'Avaliações para moderar',
-    'home.open_conversations': 'Conversas abertas',
-    'home.last_30': 'Últimos 30 dias',
-    'home.last_30_summary': '{orders} pedidos, {revenue} de faturamento, {refunds} reembolsados.',
-    'home.chart_label': 'Faturamento por dia nos últimos 30 dias',
-    'home.low_stock': 'Estoque baixo',
-    'home.low_stock_none': 'Nenhuma variante abaixo do limite.',
-    'home.low_stock_more': 'e mais {n}',
-    'home.available': '{n} disponíveis (alerta em {min})',
-    'home.checklist': 'Primeiros passos',
-    'home.checklist_progress': '{done} de {total} feitos',
-    'home.see': 'Ver',
-    'onboarding.products': 'Cadastre um produto com estoque',
-    'onboarding.payments': 'Escolha os meios de pagamento aceitos',
-    'onboarding.freight': 'Configure as zonas de frete',
-    'onboarding.brand': 'Configure sua marca',
-    'onboarding.messaging_app': 'Conecte o aplicativo de mensagens',
-    'onboarding.team': 'Convide sua equipe',
-    'onboarding.custom_domain': 'Conecte seu próprio domínio',
-    'onboarding.first_order': 'Receba o primeiro pedido pago',
-  },
-});
+words('', `
+home.title|Today at {store}|Hoje na {store}
+home.orders_today|Orders today|Pedidos hoje
+home.revenue_today|Revenue today|Faturamento hoje
+home.pending_reviews|Reviews to moderate|Avaliações para moderar
+home.open_conversations|Open conversations|Conversas abertas
+home.last_30|Last 30 days|Últimos 30 dias
+home.last_30_summary|{orders} orders, {revenue} in revenue, {refunds} refunded.|{orders} pedidos, {revenue} de faturamento, {refunds} reembolsados.
+home.chart_label|Revenue per day over the last 30 days|Faturamento por dia nos últimos 30 dias
+home.low_stock|Low stock|Estoque baixo
+home.low_stock_none|No variant is below its threshold.|Nenhuma variante abaixo do limite.
+home.low_stock_more|and {n} more|e mais {n}
+home.available|{n} available (alert at {min})|{n} disponíveis (alerta em {min})
+home.checklist|Getting started|Primeiros passos
+home.checklist_progress|{done} of {total} done|{done} de {total} feitos
+home.see|See|Ver
+onboarding.products|Add a product with stock|Cadastre um produto com estoque
+onboarding.payments|Choose the payment methods you accept|Escolha os meios de pagamento aceitos
+onboarding.freight|Set up your shipping zones|Configure as zonas de frete
+onboarding.brand|Set up your brand|Configure sua marca
+onboarding.messaging_app|Connect your messaging app|Conecte o aplicativo de mensagens
+onboarding.team|Invite your team|Convide sua equipe
+onboarding.custom_domain|Connect your own domain|Conecte seu próprio domínio
+onboarding.first_order|Get your first paid order|Receba o primeiro pedido pago
+`);
 
 // Where each checklist step is done in this app.
 const STEP_ROUTES = {

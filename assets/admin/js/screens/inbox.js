@@ -3,60 +3,98 @@
 
 import { html, useState, useEffect, useRef } from '../lib.js';
 import { api } from '../api.js';
-import { t, define, dateTime, getZone } from '../i18n.js';
+import { t, words, dateTime, getZone } from '../i18n.js';
 import { useCtx, href } from '../app.js';
 import { useResource, useAction, ErrorNote, Loading, Time, Badge } from '../ui.js';
 import { submit, zoneToIso } from './settings/common.js';
 import { AgentSocket } from '../socket.js';
 
-// Words as 'en-US|pt-BR' (one text when both are the same).
-const W = {
-  title: 'Inbox|Atendimento', tabs: 'Conversations by status|Conversas por status',
-  'tab.open': 'Open|Abertas', 'tab.mine': 'Mine|Minhas', 'tab.unassigned': 'Unassigned|Sem responsável',
-  'tab.pending': 'Pending|Pendentes', 'tab.snoozed': 'Snoozed|Adiadas', 'tab.resolved': 'Resolved|Resolvidas',
-  search: 'Search conversations|Buscar conversas',
-  search_hint: 'Name, e-mail, phone or message text|Nome, e-mail, telefone ou texto', find: 'Search|Buscar',
-  sort: 'Order|Ordem', 'sort.newest_activity': 'Newest activity|Atividade mais recente',
-  'sort.oldest_waiting': 'Waiting longest|Esperando há mais tempo', 'sort.priority': 'Priority|Prioridade',
-  none: 'No conversations here.|Nenhuma conversa aqui.', more: 'Load more|Carregar mais',
-  unread: '{n} unread|{n} não lidas',
-  pick: 'Pick a conversation to read it and reply.|Escolha uma conversa para ler e responder.',
-  back: 'All conversations|Todas as conversas', live: 'Live|Ao vivo', connecting: 'Connecting…|Conectando…',
-  reconnecting: 'Reconnecting…|Reconectando…', stopped: 'Not receiving updates|Sem atualizações ao vivo',
-  reconnect: 'Reconnect|Reconectar', team_online: 'Team online: {names}|Equipe online: {names}',
-  you: 'you|você', online: 'Online now|Online agora', viewing: 'Also viewing: {names}|Também vendo: {names}',
-  typing: '{name} is typing…|{name} está digitando…', typing_short: 'typing…|digitando…',
-  'from.visitor': 'Visitor|Visitante', 'from.agent': 'Team|Equipe', 'from.bot': 'Bot|Robô',
-  'from.system': 'System|Sistema', me: 'You|Você', note: 'Internal note|Nota interna',
-  older: 'Show earlier messages|Mostrar mensagens anteriores',
-  no_messages: 'No messages yet.|Nenhuma mensagem ainda.', 'tick.sent': 'Sent|Enviada',
-  'tick.delivered': 'Delivered|Entregue', 'tick.read': 'Read|Lida',
-  'tick.failed': 'Not delivered|Não entregue', reply: 'Reply|Resposta',
-  reply_hint: 'Enter sends, Shift+Enter starts a new line.|Enter envia, Shift+Enter quebra a linha.',
-  files: 'Files (up to 4)|Anexos (até 4)', send: 'Send|Enviar',
-  add_note: 'Add as internal note|Adicionar como nota interna',
-  window_open: 'The messaging-app reply window closes {at}.|A janela de resposta do aplicativo fecha {at}.',
-  window_closed: 'The 24-hour reply window closed {at}: free-form replies are refused until the contact writes again.|A janela de 24 horas fechou {at}: respostas livres são recusadas até o contato escrever de novo.',
-  status: 'Status', 'status.open': 'Open|Aberta', 'status.pending': 'Pending|Pendente',
-  'status.snoozed': 'Snoozed|Adiada', 'status.resolved': 'Resolved|Resolvida',
-  snoozed_until: 'Snoozed until {at}|Adiada até {at}', snooze_for: 'Snooze until|Adiar até',
-  'snooze.1h': 'In 1 hour|Daqui a 1 hora', 'snooze.4h': 'In 4 hours|Daqui a 4 horas',
-  'snooze.1d': 'Tomorrow, same time|Amanhã, mesmo horário', 'snooze.7d': 'In a week|Daqui a uma semana',
-  'snooze.custom': 'Pick a date and time…|Escolher data e hora…',
-  snooze_at: 'Date and time ({zone})|Data e hora ({zone})', snooze: 'Snooze|Adiar',
-  snooze_bad: 'Pick a future date and time.|Escolha uma data e hora no futuro.',
-  assignee: 'Assignee|Responsável', assign_me: 'Assign to me|Atribuir a mim', priority: 'Priority|Prioridade',
-  'priority.none': 'No priority|Sem prioridade', 'priority.low': 'Low|Baixa',
-  'priority.medium': 'Medium|Média', 'priority.high': 'High|Alta', 'priority.urgent': 'Urgent|Urgente',
-  'kind.storefront_chat': 'Site chat|Chat do site', 'kind.msgapp': 'Messaging app|Aplicativo de mensagens',
-  'kind.email': 'E-mail', customer: 'Customer page|Página do cliente',
-  waiting: 'waiting since {at}|esperando desde {at}', attachment: 'Attachment|Anexo',
-};
-define(Object.fromEntries(['en-US', 'pt-BR'].map((l, i) =>
-  [l, Object.fromEntries(Object.entries(W).map(([k, v]) => [`inbox.${k}`, v.split('|')[i] ?? v]))])));
-const w = (k, vars) => t(`inbox.${k}`, vars);
+// Words: key|en-US|pt-BR (one text when both are the same).
+const w = words('inbox', `
+title|Inbox|Atendimento
+tabs|Conversations by status|Conversas por status
+tab.open|Open|Abertas
+tab.mine|Mine|Minhas
+tab.unassigned|Unassigned|Sem responsável
+tab.pending|Pending|Pendentes
+tab.snoozed|Snoozed|Adiadas
+tab.resolved|Resolved|Resolvidas
+search|Search conversations|Buscar conversas
+search_hint|Name, e-mail, phone or message text|Nome, e-mail, telefone ou texto
+find|Search|Buscar
+sort|Order|Ordem
+sort.newest_activity|Newest activity|Atividade mais recente
+sort.oldest_waiting|Waiting longest|Esperando há mais tempo
+sort.priority|Priority|Prioridade
+none|No conversations here.|Nenhuma conversa aqui.
+more|Load more|Carregar mais
+unread|{n} unread|{n} não lidas
+pick|Pick a conversation to read it and reply.|Escolha uma conversa para ler e responder.
+back|All conversations|Todas as conversas
+live|Live|Ao vivo
+connecting|Connecting…|Conectando…
+reconnecting|Reconnecting…|Reconectando…
+stopped|Not receiving updates|Sem atualizações ao vivo
+reconnect|Reconnect|Reconectar
+team_online|Team online: {names}|Equipe online: {names}
+you|you|você
+online|Online now|Online agora
+viewing|Also viewing: {names}|Também vendo: {names}
+typing|{name} is typing…|{name} está digitando…
+typing_short|typing…|digitando…
+from.visitor|Visitor|Visitante
+from.agent|Team|Equipe
+from.bot|Bot|Robô
+from.system|System|Sistema
+me|You|Você
+note|Internal note|Nota interna
+older|Show earlier messages|Mostrar mensagens anteriores
+no_messages|No messages yet.|Nenhuma mensagem ainda.
+tick.sent|Sent|Enviada
+tick.delivered|Delivered|Entregue
+tick.read|Read|Lida
+tick.failed|Not delivered|Não entregue
+reply|Reply|Resposta
+reply_hint|Enter sends, Shift+Enter starts a new line.|Enter envia, Shift+Enter quebra a linha.
+files|Files (up to 4)|Anexos (até 4)
+send|Send|Enviar
+add_note|Add as internal note|Adicionar como nota interna
+window_open|The messaging-app reply window closes {at}.|A janela de resposta do aplicativo fecha {at}.
+window_closed|The 24-hour reply window closed {at}: free-form replies are refused until the contact writes again.|A janela de 24 horas fechou {at}: respostas livres são recusadas até o contato escrever de novo.
+status|Status
+status.open|Open|Aberta
+status.pending|Pending|Pendente
+status.snoozed|Snoozed|Adiada
+status.resolved|Resolved|Resolvida
+snoozed_until|Snoozed until {at}|Adiada até {at}
+snooze_for|Snooze until|Adiar até
+snooze.1h|In 1 hour|Daqui a 1 hora
+snooze.4h|In 4 hours|Daqui a 4 horas
+snooze.1d|Tomorrow, same time|Amanhã, mesmo horário
+snooze.7d|In a week|Daqui a uma semana
+snooze.custom|Pick a date and time…|Escolher data e hora…
+snooze_at|Date and time ({zone})|Data e hora ({zone})
+snooze|Snooze|Adiar
+snooze_bad|Pick a future date and time.|Escolha uma data e hora no futuro.
+assignee|Assignee|Responsável
+assign_me|Assign to me|Atribuir a mim
+priority|Priority|Prioridade
+priority.none|No priority|Sem prioridade
+priority.low|Low|Baixa
+priority.medium|Medium|Média
+priority.high|High|Alta
+priority.urgent|Urgent|Urgente
+kind.storefront_chat|Site chat|Chat do site
+kind.msgapp|Messaging app|Aplicativo de mensagens
+kind.email|E-mail
+customer|Customer page|Página do cliente
+waiting|waiting since {at}|esperando desde {at}
+attachment|Attachment|Anexo`);
 // Unknown enum values show raw.
-const word = (p, v) => (W[`${p}.${v}`] ? w(`${p}.${v}`) : v);
+const word = (p, v) => {
+  const s = w(`${p}.${v}`);
+  return s === `inbox.${p}.${v}` ? v : s;
+};
 
 const TABS = ['open', 'mine', 'unassigned', 'pending', 'snoozed', 'resolved'];
 const SORTS = ['newest_activity', 'oldest_waiting', 'priority'];

@@ -2,9 +2,9 @@
 // its items, payments and refunds, its allowed status moves as buttons and the refund
 // dialog, whose Idempotency-Key is made when the dialog opens and kept for its retries.
 
-import { html, useState, useEffect } from '../lib.js';
+import { html, useState, useEffect, useRef } from '../lib.js';
 import { api, newIdempotencyKey } from '../api.js';
-import { t, define, money, parseMoney, moneyInput } from '../i18n.js';
+import { t, words, money, parseMoney, moneyInput } from '../i18n.js';
 import { useCtx, href, navigate } from '../app.js';
 import {
   useResource,
@@ -21,128 +21,66 @@ import {
   Badge,
 } from '../ui.js';
 
-define({
-  'en-US': {
-    'orders.title': 'Orders',
-    'orders.status': 'Status',
-    'orders.all': 'All',
-    'orders.search': 'Customer',
-    'orders.search_hint': 'Name, e-mail or phone',
-    'orders.search_none': 'No customer matches.',
-    'orders.find': 'Find',
-    'orders.for_customer': 'Orders of {name}',
-    'orders.clear': 'Show all customers',
-    'orders.number': 'Order',
-    'orders.date': 'Date',
-    'orders.items': 'Items',
-    'orders.total': 'Total',
-    'orders.none': 'No orders match.',
-    'orders.n_items': '{n} items',
-    'orders.back': 'All orders',
-    'orders.order': 'Order #{n}',
-    'orders.customer': 'Customer',
-    'orders.no_customer': 'No customer',
-    'orders.placed': 'Placed',
-    'orders.source': 'Source',
-    'orders.note': 'Note',
-    'orders.product': 'Product',
-    'orders.qty': 'Qty',
-    'orders.unit': 'Unit price',
-    'orders.subtotal': 'Subtotal',
-    'orders.discount': 'Discount',
-    'orders.shipping': 'Shipping',
-    'orders.refunded': 'Refunded',
-    'orders.payments': 'Payments',
-    'orders.no_payments': 'No payment yet.',
-    'orders.provider': 'Method',
-    'orders.amount': 'Amount',
-    'orders.actions': 'Move the order',
-    'orders.no_actions': 'This order has no further status.',
-    'orders.refund': 'Refund…',
-    'orders.refund_title': 'Refund order #{n}',
-    'orders.refund_amount': 'Amount',
-    'orders.refund_max': 'Up to {max} can still be refunded.',
-    'orders.refund_reason': 'Reason (optional)',
-    'orders.refund_submit': 'Refund {amount}',
-    'orders.refund_bad_amount': 'Type an amount such as {example}.',
-    'orders.refund_done': 'Refund of {amount} recorded ({status}).',
-    'orders.moved': 'Order moved to “{status}”.',
-    'orders.go.paid': 'Mark as paid',
-    'orders.go.fulfilled': 'Mark as fulfilled',
-    'orders.go.shipped': 'Mark as shipped',
-    'orders.go.delivered': 'Mark as delivered',
-    'orders.go.cancelled': 'Cancel order',
-    'orders.go.pending': 'Back to pending',
-    'status.pending': 'Pending',
-    'status.paid': 'Paid',
-    'status.fulfilled': 'Fulfilled',
-    'status.shipped': 'Shipped',
-    'status.delivered': 'Delivered',
-    'status.cancelled': 'Cancelled',
-    'status.partially_refunded': 'Partly refunded',
-    'status.refunded': 'Refunded',
-  },
-  'pt-BR': {
-    'orders.title': 'Pedidos',
-    'orders.status': 'Status',
-    'orders.all': 'Todos',
-    'orders.search': 'Cliente',
-    'orders.search_hint': 'Nome, e-mail ou telefone',
-    'orders.search_none': 'Nenhum cliente encontrado.',
-    'orders.find': 'Buscar',
-    'orders.for_customer': 'Pedidos de {name}',
-    'orders.clear': 'Mostrar todos os clientes',
-    'orders.number': 'Pedido',
-    'orders.date': 'Data',
-    'orders.items': 'Itens',
-    'orders.total': 'Total',
-    'orders.none': 'Nenhum pedido encontrado.',
-    'orders.n_items': '{n} itens',
-    'orders.back': 'Todos os pedidos',
-    'orders.order': 'Pedido nº {n}',
-    'orders.customer': 'Cliente',
-    'orders.no_customer': 'Sem cliente',
-    'orders.placed': 'Feito em',
-    'orders.source': 'Origem',
-    'orders.note': 'Observação',
-    'orders.product': 'Produto',
-    'orders.qty': 'Qtd.',
-    'orders.unit': 'Preço unit.',
-    'orders.subtotal': 'Subtotal',
-    'orders.discount': 'Desconto',
-    'orders.shipping': 'Frete',
-    'orders.refunded': 'Reembolsado',
-    'orders.payments': 'Pagamentos',
-    'orders.no_payments': 'Nenhum pagamento ainda.',
-    'orders.provider': 'Meio',
-    'orders.amount': 'Valor',
-    'orders.actions': 'Mudar o pedido',
-    'orders.no_actions': 'Este pedido não tem próximo status.',
-    'orders.refund': 'Reembolsar…',
-    'orders.refund_title': 'Reembolsar pedido nº {n}',
-    'orders.refund_amount': 'Valor',
-    'orders.refund_max': 'Ainda é possível reembolsar até {max}.',
-    'orders.refund_reason': 'Motivo (opcional)',
-    'orders.refund_submit': 'Reembolsar {amount}',
-    'orders.refund_bad_amount': 'Digite um valor como {example}.',
-    'orders.refund_done': 'Reembolso de {amount} registrado ({status}).',
-    'orders.moved': 'Pedido movido para “{status}”.',
-    'orders.go.paid': 'Marcar como pago',
-    'orders.go.fulfilled': 'Marcar como separado',
-    'orders.go.shipped': 'Marcar como enviado',
-    'orders.go.delivered': 'Marcar como entregue',
-    'orders.go.cancelled': 'Cancelar pedido',
-    'orders.go.pending': 'Voltar para pendente',
-    'status.pending': 'Pendente',
-    'status.paid': 'Pago',
-    'status.fulfilled': 'Separado',
-    'status.shipped': 'Enviado',
-    'status.delivered': 'Entregue',
-    'status.cancelled': 'Cancelado',
-    'status.partially_refunded': 'Reembolso parcial',
-    'status.refunded': 'Reembolsado',
-  },
-});
+words('', `
+orders.title|Orders|Pedidos
+orders.status|Status
+orders.all|All|Todos
+orders.search|Customer|Cliente
+orders.search_hint|Name, e-mail or phone|Nome, e-mail ou telefone
+orders.search_none|No customer matches.|Nenhum cliente encontrado.
+orders.find|Find|Buscar
+orders.for_customer|Orders of {name}|Pedidos de {name}
+orders.clear|Show all customers|Mostrar todos os clientes
+orders.number|Order|Pedido
+orders.date|Date|Data
+orders.items|Items|Itens
+orders.total|Total
+orders.none|No orders match.|Nenhum pedido encontrado.
+orders.n_items|{n} items|{n} itens
+orders.back|All orders|Todos os pedidos
+orders.order|Order #{n}|Pedido nº {n}
+orders.customer|Customer|Cliente
+orders.no_customer|No customer|Sem cliente
+orders.placed|Placed|Feito em
+orders.source|Source|Origem
+orders.note|Note|Observação
+orders.product|Product|Produto
+orders.qty|Qty|Qtd.
+orders.unit|Unit price|Preço unit.
+orders.subtotal|Subtotal
+orders.discount|Discount|Desconto
+orders.shipping|Shipping|Frete
+orders.refunded|Refunded|Reembolsado
+orders.payments|Payments|Pagamentos
+orders.no_payments|No payment yet.|Nenhum pagamento ainda.
+orders.provider|Method|Meio
+orders.amount|Amount|Valor
+orders.actions|Move the order|Mudar o pedido
+orders.no_actions|This order has no further status.|Este pedido não tem próximo status.
+orders.refund|Refund…|Reembolsar…
+orders.refund_title|Refund order #{n}|Reembolsar pedido nº {n}
+orders.refund_amount|Amount|Valor
+orders.refund_max|Up to {max} can still be refunded.|Ainda é possível reembolsar até {max}.
+orders.refund_reason|Reason (optional)|Motivo (opcional)
+orders.refund_submit|Refund {amount}|Reembolsar {amount}
+orders.refund_bad_amount|Type an amount such as {example}.|Digite um valor como {example}.
+orders.refund_done|Refund of {amount} recorded ({status}).|Reembolso de {amount} registrado ({status}).
+orders.moved|Order moved to “{status}”.|Pedido movido para “{status}”.
+orders.go.paid|Mark as paid|Marcar como pago
+orders.go.fulfilled|Mark as fulfilled|Marcar como separado
+orders.go.shipped|Mark as shipped|Marcar como enviado
+orders.go.delivered|Mark as delivered|Marcar como entregue
+orders.go.cancelled|Cancel order|Cancelar pedido
+orders.go.pending|Back to pending|Voltar para pendente
+status.pending|Pending|Pendente
+status.paid|Paid|Pago
+status.fulfilled|Fulfilled|Separado
+status.shipped|Shipped|Enviado
+status.delivered|Delivered|Entregue
+status.cancelled|Cancelled|Cancelado
+status.partially_refunded|Partly refunded|Reembolso parcial
+status.refunded|Refunded|Reembolsado
+`);
 
 const STATUSES = ['pending', 'paid', 'fulfilled', 'shipped', 'delivered', 'cancelled', 'partially_refunded', 'refunded'];
 export const ORDER_TONES = {
@@ -276,6 +214,9 @@ function OrderPage({ id }) {
   );
   const [flash, flashNode] = useFlash();
   const [refunding, setRefunding] = useState(false);
+  // The refund's Idempotency-Key outlives the dialog: it is dropped only on a definite
+  // answer, so a refund whose answer was lost is never sent again under a new key.
+  const refundKey = useRef(null);
   const [move, moving, moveError] = useAction(async (status) => {
     const next = await api.patch(`/stores/${store.id}/orders/${id}`, { status });
     order.setData(next);
@@ -379,8 +320,11 @@ function OrderPage({ id }) {
             </div>
           </div>
         </div>
-        <${RefundDialog} open=${refunding} order=${o} max=${refundable}
-          onClose=${() => setRefunding(false)}
+        <${RefundDialog} open=${refunding} order=${o} max=${refundable} keyRef=${refundKey}
+          onClose=${() => {
+            setRefunding(false);
+            if (refundKey.current) order.reload();
+          }}
           onDone=${(r) => {
             setRefunding(false);
             flash(t('orders.refund_done', { amount: money(r.amount_cents, o.currency), status: r.status }));
@@ -390,31 +334,50 @@ function OrderPage({ id }) {
   </section>`;
 }
 
-function RefundDialog({ open, order, max, onClose, onDone }) {
-  return html`<${Dialog} open=${open} id="refund-dialog" title=${t('orders.refund_title', { n: order.number })} onClose=${onClose}>
-    <${RefundForm} order=${order} max=${max} onClose=${onClose} onDone=${onDone} />
+function RefundDialog({ open, order, max, keyRef, onClose, onDone }) {
+  const [busy, setBusy] = useState(false);
+  return html`<${Dialog} open=${open} id="refund-dialog" title=${t('orders.refund_title', { n: order.number })}
+    onClose=${onClose} locked=${busy}>
+    <${RefundForm} order=${order} max=${max} keyRef=${keyRef} onBusy=${setBusy} onClose=${onClose} onDone=${onDone} />
   <//>`;
 }
 
 /** Mounted each time the dialog opens: a new key per intended refund, kept on retries. */
-function RefundForm({ order, max, onClose, onDone }) {
+function RefundForm({ order, max, keyRef, onBusy, onClose, onDone }) {
   const { store } = useCtx();
-  const [key] = useState(newIdempotencyKey);
   const [amount, setAmount] = useState(moneyInput(max));
   const [reason, setReason] = useState('');
   const [fieldError, setFieldError] = useState(null);
   const cents = parseMoney(amount);
   const [submit, busy, error] = useAction(async () => {
-    if (!cents || cents <= 0) {
-      setFieldError(t('orders.refund_bad_amount', { example: moneyInput(1250) }));
+    if (!cents || cents <= 0 || cents > max) {
+      setFieldError(
+        cents > max
+          ? t('orders.refund_max', { max: money(max, order.currency) })
+          : t('orders.refund_bad_amount', { example: moneyInput(1250) }),
+      );
       return;
     }
     setFieldError(null);
     const body = { amount_cents: cents };
     if (reason.trim()) body.reason = reason.trim();
-    const r = await api.post(`/stores/${store.id}/orders/${order.id}/refund`, body, { idempotencyKey: key });
-    onDone(r);
+    keyRef.current ||= newIdempotencyKey();
+    try {
+      const r = await api.post(`/stores/${store.id}/orders/${order.id}/refund`, body, {
+        idempotencyKey: keyRef.current,
+      });
+      keyRef.current = null;
+      onDone(r);
+    } catch (e) {
+      // A 4xx is an answer (the refund was not made, or the key was spent on another
+      // amount): the next try is a new request. No answer, a 5xx or "in progress" keep it.
+      if (e.status >= 400 && e.status < 500 && e.code !== 'idempotency_request_in_progress') {
+        keyRef.current = null;
+      }
+      throw e;
+    }
   });
+  useEffect(() => onBusy(busy), [busy]);
   useEffect(() => {
     document.getElementById('refund-amount')?.focus();
   }, []);

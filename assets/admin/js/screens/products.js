@@ -4,13 +4,13 @@
 
 import { html, useState, useEffect, useRef } from '../lib.js';
 import { api, newIdempotencyKey } from '../api.js';
-import { t, define, money, parseMoney, moneyInput, getLocale } from '../i18n.js';
+import { t, words, money, parseMoney, moneyInput, getLocale } from '../i18n.js';
 import { useCtx, href, navigate } from '../app.js';
 import { useResource, usePage, useAction, useFlash, ErrorNote, Dialog, Loading, Time } from '../ui.js';
 import { submit, Input, Select, Head, Table } from './settings/common.js';
 
 // Words: key|en-US|pt-BR; each key gets the `products.` prefix (error codes keep theirs).
-define(Object.fromEntries(['en-US', 'pt-BR'].map((l, i) => [l, Object.fromEntries(`
+const w = words('products', `
 title|Products|Produtos
 tabs|Catalog|Catálogo
 categories|Categories|Categorias
@@ -18,7 +18,7 @@ new|New product|Novo produto
 search|Search|Buscar
 search_hint|Title or SKU|Título ou SKU
 find|Find|Buscar
-status|Status|Status
+status|Status
 category|Category|Categoria
 all|All|Todas
 any_status|All|Todos
@@ -44,7 +44,7 @@ n_out|{n} sold out|{n} esgotada(s)
 low_n|Low: {n} left|Baixo: restam {n}
 low_title|{n} variants at or below their low-stock alert|{n} variantes no alerta de estoque baixo ou abaixo dele
 low_more|Showing the first {n}.|Mostrando as primeiras {n}.
-sku|SKU|SKU
+sku|SKU
 available|Available|Disponível
 on_hand|On hand|Em mãos
 reserved|Reserved|Reservado
@@ -56,7 +56,7 @@ f_title|Title|Título
 f_description|Description|Descrição
 f_slug|Store address (slug)|Endereço na loja (slug)
 f_slug_hint|Lowercase letters, digits and hyphens. Empty: made from the title.|Letras minúsculas, números e hífens. Vazio: feito a partir do título.
-f_tags|Tags|Tags
+f_tags|Tags
 f_tags_hint|Separate with commas.|Separe por vírgulas.
 organize|Organization|Organização
 no_categories|No categories yet.|Nenhuma categoria ainda.
@@ -125,9 +125,7 @@ cat_first|Add the first one above.|Adicione a primeira acima.
 cat_save|Save|Salvar
 error.products_sku_taken|A SKU is already used by another product of this store.|Um SKU já é usado por outro produto desta loja.
 error.products_slug_taken|That store address (slug) is already used.|Esse endereço na loja (slug) já está em uso.
-error.products_variant_stocked|A removed variant still has stock on hand or reserved. Adjust it to zero first.|Uma variante removida ainda tem estoque em mãos ou reservado. Zere o estoque antes.`
-  .split('\n').map((r) => r.split('|')).map(([k, ...v]) => [k.startsWith('error.') ? k : `products.${k}`, v[i]]))])));
-const w = (k, v) => t(`products.${k}`, v);
+error.products_variant_stocked|A removed variant still has stock on hand or reserved. Adjust it to zero first.|Uma variante removida ainda tem estoque em mãos ou reservado. Zere o estoque antes.`);
 
 const STATUSES = ['draft', 'active', 'archived'];
 const badge = (tone, label) => html`<span class=${`badge ${tone}`}>${label}</span>`;

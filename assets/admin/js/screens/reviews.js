@@ -4,64 +4,36 @@
 
 import { html, useState, useEffect, useRef } from '../lib.js';
 import { api } from '../api.js';
-import { t, define } from '../i18n.js';
+import { t, words } from '../i18n.js';
 import { useCtx, href, navigate } from '../app.js';
 import { usePage, useAction, useFlash, ErrorNote, Pager, Loading, Time, Badge } from '../ui.js';
 
-define({
-  'en-US': {
-    'reviews.title': 'Reviews',
-    'reviews.tabs': 'Review status',
-    'reviews.pending': 'To moderate',
-    'reviews.approved': 'Approved',
-    'reviews.rejected': 'Rejected',
-    'reviews.all': 'All',
-    'reviews.keys': 'Keys: {a} approve, {r} reject, {j} / {k} next and previous.',
-    'reviews.approve': 'Approve',
-    'reviews.reject': 'Reject',
-    'reviews.rating': '{n} of 5 stars',
-    'reviews.verified': 'Verified purchase',
-    'reviews.by': 'by {name}',
-    'reviews.none': 'No reviews here.',
-    'reviews.none_pending': 'All caught up: no review is waiting.',
-    'reviews.done.approved': 'Approved the review of {product}.',
-    'reviews.done.rejected': 'Rejected the review of {product}.',
-    'reviews.reply': 'Reply',
-    'reviews.reply_label': 'Public reply',
-    'reviews.reply_save': 'Save reply',
-    'reviews.replied': 'Your reply',
-    'reviews.status.pending': 'Pending',
-    'reviews.status.approved': 'Approved',
-    'reviews.status.rejected': 'Rejected',
-    'reviews.pending_total': '{n} waiting',
-  },
-  'pt-BR': {
-    'reviews.title': 'Avaliações',
-    'reviews.tabs': 'Status das avaliações',
-    'reviews.pending': 'Para moderar',
-    'reviews.approved': 'Aprovadas',
-    'reviews.rejected': 'Rejeitadas',
-    'reviews.all': 'Todas',
-    'reviews.keys': 'Teclas: {a} aprova, {r} rejeita, {j} / {k} próxima e anterior.',
-    'reviews.approve': 'Aprovar',
-    'reviews.reject': 'Rejeitar',
-    'reviews.rating': '{n} de 5 estrelas',
-    'reviews.verified': 'Compra verificada',
-    'reviews.by': 'por {name}',
-    'reviews.none': 'Nenhuma avaliação aqui.',
-    'reviews.none_pending': 'Tudo em dia: nenhuma avaliação esperando.',
-    'reviews.done.approved': 'Avaliação de {product} aprovada.',
-    'reviews.done.rejected': 'Avaliação de {product} rejeitada.',
-    'reviews.reply': 'Responder',
-    'reviews.reply_label': 'Resposta pública',
-    'reviews.reply_save': 'Salvar resposta',
-    'reviews.replied': 'Sua resposta',
-    'reviews.status.pending': 'Pendente',
-    'reviews.status.approved': 'Aprovada',
-    'reviews.status.rejected': 'Rejeitada',
-    'reviews.pending_total': '{n} esperando',
-  },
-});
+words('', `
+reviews.title|Reviews|Avaliações
+reviews.tabs|Review status|Status das avaliações
+reviews.pending|To moderate|Para moderar
+reviews.approved|Approved|Aprovadas
+reviews.rejected|Rejected|Rejeitadas
+reviews.all|All|Todas
+reviews.keys|Keys: {a} approve, {r} reject, {j} / {k} next and previous.|Teclas: {a} aprova, {r} rejeita, {j} / {k} próxima e anterior.
+reviews.approve|Approve|Aprovar
+reviews.reject|Reject|Rejeitar
+reviews.rating|{n} of 5 stars|{n} de 5 estrelas
+reviews.verified|Verified purchase|Compra verificada
+reviews.by|by {name}|por {name}
+reviews.none|No reviews here.|Nenhuma avaliação aqui.
+reviews.none_pending|All caught up: no review is waiting.|Tudo em dia: nenhuma avaliação esperando.
+reviews.done.approved|Approved the review of {product}.|Avaliação de {product} aprovada.
+reviews.done.rejected|Rejected the review of {product}.|Avaliação de {product} rejeitada.
+reviews.reply|Reply|Responder
+reviews.reply_label|Public reply|Resposta pública
+reviews.reply_save|Save reply|Salvar resposta
+reviews.replied|Your reply|Sua resposta
+reviews.status.pending|Pending|Pendente
+reviews.status.approved|Approved|Aprovada
+reviews.status.rejected|Rejected|Rejeitada
+reviews.pending_total|{n} waiting|{n} esperando
+`);
 
 const TABS = [
   ['pending', 'reviews.pending'],

@@ -3,53 +3,32 @@
 
 import { html, useState, useRef, useEffect } from '../lib.js';
 import { auth, adopt } from '../api.js';
-import { t, define, errorMessage } from '../i18n.js';
+import { t, words, errorMessage } from '../i18n.js';
 import { Field, useAction } from '../ui.js';
 
-define({
-  'en-US': {
-    'signin.title': 'Sign in',
-    'signin.email': 'E-mail',
-    'signin.password': 'Password',
-    'signin.submit': 'Sign in',
-    'signin.second_title': 'Confirm it is you',
-    'signin.totp': 'Code from your authenticator app',
-    'signin.totp_hint': '6 digits, they change every 30 seconds.',
-    'signin.msgapp': 'Code sent by the messaging app',
-    'signin.msgapp_send': 'Send me a code',
-    'signin.msgapp_resend': 'Send a new code',
-    'signin.msgapp_sent': 'Code sent to {to}. It is valid for 5 minutes.',
-    'signin.recovery': 'Recovery code',
-    'signin.recovery_hint': 'One of the codes you saved when you turned on two-step sign-in. Each works once.',
-    'signin.verify': 'Confirm',
-    'signin.use_totp': 'Use the authenticator app',
-    'signin.use_msgapp': 'Get a code by messaging app',
-    'signin.use_recovery': 'Use a recovery code',
-    'signin.start_over': 'Start over',
-    'signin.tagline': 'Your store’s back office.',
-  },
-  'pt-BR': {
-    'signin.title': 'Entrar',
-    'signin.email': 'E-mail',
-    'signin.password': 'Senha',
-    'signin.submit': 'Entrar',
-    'signin.second_title': 'Confirme que é você',
-    'signin.totp': 'Código do aplicativo autenticador',
-    'signin.totp_hint': '6 dígitos, mudam a cada 30 segundos.',
-    'signin.msgapp': 'Código enviado pelo aplicativo de mensagens',
-    'signin.msgapp_send': 'Enviar um código',
-    'signin.msgapp_resend': 'Enviar outro código',
-    'signin.msgapp_sent': 'Código enviado para {to}. Vale por 5 minutos.',
-    'signin.recovery': 'Código de recuperação',
-    'signin.recovery_hint': 'Um dos códigos que você guardou ao ativar a verificação em duas etapas. Cada um vale uma vez.',
-    'signin.verify': 'Confirmar',
-    'signin.use_totp': 'Usar o aplicativo autenticador',
-    'signin.use_msgapp': 'Receber código pelo aplicativo de mensagens',
-    'signin.use_recovery': 'Usar um código de recuperação',
-    'signin.start_over': 'Recomeçar',
-    'signin.tagline': 'O escritório da sua loja.',
-  },
-});
+words('', `
+signin.title|Sign in|Entrar
+signin.email|E-mail
+signin.password|Password|Senha
+signin.submit|Sign in|Entrar
+signin.second_title|Confirm it is you|Confirme que é você
+signin.totp|Code from your authenticator app|Código do aplicativo autenticador
+signin.totp_hint|6 digits, they change every 30 seconds.|6 dígitos, mudam a cada 30 segundos.
+signin.msgapp|Code sent by the messaging app|Código enviado pelo aplicativo de mensagens
+signin.msgapp_send|Send me a code|Enviar um código
+signin.msgapp_resend|Send a new code|Enviar outro código
+signin.msgapp_sent|Code sent to {to}. It is valid for 5 minutes.|Código enviado para {to}. Vale por 5 minutos.
+signin.recovery|Recovery code|Código de recuperação
+signin.recovery_hint|One of the codes you saved when you turned on two-step sign-in. Each works once.|Um dos códigos que você guardou ao ativar a verificação em duas etapas. Cada um vale uma vez.
+signin.verify|Confirm|Confirmar
+signin.use_totp|Use the authenticator app|Usar o aplicativo autenticador
+signin.use_msgapp|Get a code by messaging app|Receber código pelo aplicativo de mensagens
+signin.use_recovery|Use a recovery code|Usar um código de recuperação
+signin.start_over|Start over|Recomeçar
+signin.tagline|Your store’s back office.|O escritório da sua loja.
+signin.first_run|First time? The first account is made on the server: merchant-admin setup.|Primeira vez? A primeira conta é criada no servidor: merchant-admin setup.
+signin.insecure|This connection is not encrypted (http): anyone on the network can read it. Put the server behind HTTPS before using it over the internet.|Esta conexão não é criptografada (http): qualquer um na rede pode lê-la. Coloque o servidor atrás de HTTPS antes de usá-lo pela internet.
+`);
 
 export function SignIn() {
   const [challenge, setChallenge] = useState(null);
@@ -58,9 +37,11 @@ export function SignIn() {
       <div class="signin-brand"><img src="/admin/icon.svg" alt="" width="40" height="40" />
         <div><p class="brand-name">merchant-admin</p><p class="muted small">${t('signin.tagline')}</p></div>
       </div>
+      ${!isSecureContext && html`<p class="note warn" id="signin-insecure">${t('signin.insecure')}</p>`}
       ${challenge
         ? html`<${SecondFactor} challenge=${challenge} onRestart=${() => setChallenge(null)} />`
         : html`<${Password} onChallenge=${setChallenge} />`}
+      <p class="muted small signin-first">${t('signin.first_run')}</p>
     </div>
   </main>`;
 }

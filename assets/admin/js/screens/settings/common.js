@@ -3,7 +3,7 @@
 
 import { html, useState, useRef } from '../../lib.js';
 import { api, newIdempotencyKey } from '../../api.js';
-import { t, define, getZone } from '../../i18n.js';
+import { t, words as defineWords, getZone } from '../../i18n.js';
 import { copyText, Dialog, useAction, useFlash, ErrorNote, Field, Badge, Loading, Pager } from '../../ui.js';
 
 // settings.<p>.<k>, or settings.<k> when k has a dot; error.* words are global.
@@ -12,13 +12,8 @@ const key = (p, k) => (k.startsWith('error.') ? k : `settings.${k.includes('.') 
 /** Defines a section's words, one a line: `key|en-US|pt-BR` (no pt-BR: the same text);
  * returns its `t`. */
 export function words(p, text) {
-  const d = { 'en-US': {}, 'pt-BR': {} };
-  for (const l of text.trim().split('\n')) {
-    const [k, en, pt = en] = l.split('|');
-    d['en-US'][key(p, k)] = en;
-    d['pt-BR'][key(p, k)] = pt;
-  }
-  define(d);
+  const lines = text.trim().split('\n').map((l) => key(p, l.slice(0, l.indexOf('|'))) + l.slice(l.indexOf('|')));
+  defineWords('', lines.join('\n'));
   return (k, v) => t(key(p, k), v);
 }
 
