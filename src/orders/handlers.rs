@@ -66,7 +66,7 @@ pub async fn create_manual_order(
     Ok((StatusCode::CREATED, Json(out)))
 }
 
-/// The store's orders, newest first; filters `status` and `customer_id`.
+/// The store's orders, newest first; filters `status`, `customer_id` and `number`.
 #[utoipa::path(get, path = "/stores/{store_id}/orders", tag = "orders", security(("bearer" = [])),
     params(("store_id" = StoreId, Path), PageQuery, OrderFilter),
     responses((status = 200, body = Page<OrderOut>), (status = 403, body = ErrorBody)))]
@@ -77,22 +77,40 @@ pub async fn list_orders(
 ) -> Result<RenderedPage, AppError> {
     scope.require(Permission::OrdersRead)?;
     let store = scope.store_id;
-    let (status, customer) = (f.status, f.customer_id);
+    let (status, customer, number) = (f.status, f.customer_id, f.number);
+    if number.is_some_and(|n| n < 1) {
+        return Err(AppError::field("number", "must be at least 1"));
+    }
     let key = format!(
-        "orders:{store}:{}:{}",
+        "orders:{store}:{}:{}:{}",
         status.map_or("", OrderStatus::as_str),
-        customer.map(|c| c.to_string()).unwrap_or_default()
+        customer.map(|c| c.to_string()).unwrap_or_default(),
+        number.map(|n| n.to_string()).unwrap_or_default()
     );
-    let page = page
-        .list_rendered(
-            &st.db,
-            &key,
-            move |c, after, page, offset| {
-                store::list(c, store, status, customer, after, page, offset)
-            },
-            move |c| store::count(c, store, status, customer),
-        )
-        .await?;
+    let page = match number {
+        None => {
+            page.list_rendered(
+                &st.db,
+                &key,
+                move |c, after, page, offset| {
+                    store::list(c, store, status, customer, after, page, offset)
+                },
+                move |c| store::count(c, store, status, customer),
+            )
+            .await?
+        }
+        Some(n) => {
+            page.list_rendered(
+                &st.db,
+                &key,
+                move |c, after, page, offset| {
+                    store::list_number(c, store, n, status, customer, after, page, offset)
+                },
+                move |c| store::count_number(c, store, n, status, customer),
+            )
+            .await?
+        }
+    };
     Ok(page)
 }
 

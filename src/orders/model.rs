@@ -268,6 +268,9 @@ impl OrderOut {
 pub struct OrderFilter {
     pub status: Option<OrderStatus>,
     pub customer_id: Option<CustomerId>,
+    /// The order with this number (the `#1042` customers quote): a page of one, or none.
+    #[param(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    pub number: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -183,6 +183,52 @@ pub fn list(
     )
 }
 
+/// The other filters, with the order number: at most one row, by the (store, number) key.
+const BY_NUMBER: &str = "store_id = ?1 AND number = ?2 AND (?3 IS NULL OR status = ?3)
+     AND (?4 IS NULL OR customer_id = ?4)";
+
+/// [`list`] narrowed to the order numbered `number`.
+#[allow(clippy::too_many_arguments)]
+pub fn list_number(
+    c: &Connection,
+    store: StoreId,
+    number: i64,
+    status: Option<OrderStatus>,
+    customer: Option<CustomerId>,
+    after: Option<&Position>,
+    page: &mut RenderedRows,
+    offset: i64,
+) -> Result<(), AppError> {
+    let (at, id) = after
+        .cloned()
+        .unwrap_or_else(|| ("9999".into(), String::new()));
+    let sql = format!(
+        "SELECT created_at, id, rendered FROM orders WHERE {BY_NUMBER}
+           AND (created_at, id) < (?5, ?6) LIMIT 1 OFFSET ?7"
+    );
+    let mut stmt = c.prepare_cached(&sql)?;
+    let status = status.map(OrderStatus::as_str);
+    let mut found = stmt.query(params![store, number, status, customer, at, id, offset])?;
+    while let Some(r) = found.next()? {
+        let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
+        page.push(json, || Ok::<_, rusqlite::Error>((r.get(0)?, r.get(1)?)))?;
+    }
+    Ok(())
+}
+
+pub fn count_number(
+    c: &Connection,
+    store: StoreId,
+    number: i64,
+    status: Option<OrderStatus>,
+    customer: Option<CustomerId>,
+) -> Result<i64, AppError> {
+    let sql = format!("SELECT COUNT(*) FROM orders WHERE {BY_NUMBER}");
+    let status = status.map(OrderStatus::as_str);
+    Ok(c.prepare_cached(&sql)?
+        .query_row(params![store, number, status, customer], |r| r.get(0))?)
+}
+
 pub fn count(
     c: &Connection,
     store: StoreId,

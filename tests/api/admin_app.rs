@@ -331,14 +331,31 @@ async fn a_merchant_signs_in_with_totp_refunds_an_order_and_moderates_reviews_fr
         "orders",
     )
     .await;
-    visit(
-        &browser,
-        &app,
-        &format!("/orders/{id}"),
-        "document.querySelector('.page-head .badge')",
-        "order",
-    )
-    .await;
+    // Found by its number, as a customer quotes it.
+    let number = order["number"].as_i64().unwrap();
+    browser
+        .type_into("#orders-search", &format!("#{number}"))
+        .await;
+    browser.click("form[role=search] button[type=submit]").await;
+    browser
+        .wait_for(
+            "the order found by its number",
+            &format!(
+                "document.querySelectorAll('table.table tbody tr').length === 1
+                 && document.querySelector('table.table tbody tr a').getAttribute('href') === '#/orders/{id}'"
+            ),
+        )
+        .await;
+    browser.screenshots("admin-orders-by-number").await;
+    browser.click("table.table tbody tr a").await;
+    browser
+        .wait_for(
+            "the order page",
+            "document.querySelector('.page-head .badge')",
+        )
+        .await;
+    check_accessibility(&browser, "order").await;
+    browser.screenshots("admin-order").await;
 
     // Refund part of it through the dialog: 10.00 typed the pt-BR way.
     browser.click(".page-head .actions .btn").await;

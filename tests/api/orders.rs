@@ -1269,3 +1269,70 @@ async fn provider_idempotency_keys_are_ours_so_two_stores_never_collide() {
     let other = shop.app.call(get(), &order_path, &token, None).await;
     assert_eq!(other.body["refunded_cents"], 700);
 }
+
+#[tokio::test]
+async fn an_order_is_found_by_its_number_in_its_own_store_only() {
+    let app = crate::support::spawn_app().await;
+    let out = app.seed_demo("owner@numbers.example", "Numeros").await;
+    let login = app.login_as("owner@numbers.example", "t").await;
+    let token = login.body["token"].as_str().unwrap().to_owned();
+    let base = format!("/v1/stores/{}/orders", out.store_id);
+    let any = app.get_as(&format!("{base}?limit=3"), &token).await;
+    let order = &any.body["data"][2];
+    let (number, status) = (order["number"].as_i64().unwrap(), &order["status"]);
+
+    let found = app
+        .get_as(
+            &format!("{base}?number={number}&include_total=true"),
+            &token,
+        )
+        .await;
+    found.expect(200);
+    assert_eq!(found.body["data"].as_array().unwrap().len(), 1);
+    assert_eq!(found.body["data"][0]["id"], order["id"]);
+    assert_eq!(found.body["total"], 1);
+    assert_eq!(found.body["has_more"], false);
+    let same = app
+        .get_as(
+            &format!("{base}?number={number}&status={}", status.as_str().unwrap()),
+            &token,
+        )
+        .await;
+    assert_eq!(same.body["data"].as_array().unwrap().len(), 1);
+    let other = if status == "cancelled" {
+        "paid"
+    } else {
+        "cancelled"
+    };
+    let none = app
+        .get_as(&format!("{base}?number={number}&status={other}"), &token)
+        .await;
+    assert_eq!(
+        none.body["data"].as_array().unwrap().len(),
+        0,
+        "{}",
+        none.text
+    );
+    let missing = app
+        .get_as(&format!("{base}?number=999999&include_total=true"), &token)
+        .await;
+    assert_eq!(missing.body["total"], 0);
+
+    // Another store has its own numbers: the same number there is not this order.
+    let (stranger, _) = app.member("stranger@numbers.example").await;
+    let theirs = app.open_store(&stranger, "Outra").await;
+    let r = app
+        .get_as(
+            &format!("/v1/stores/{theirs}/orders?number={number}"),
+            &stranger,
+        )
+        .await;
+    r.expect(200);
+    assert_eq!(r.body["data"].as_array().unwrap().len(), 0);
+
+    app.get_as(&format!("{base}?number=0"), &token)
+        .await
+        .expect_error(422, "validation_failed");
+    let bad = app.get_as(&format!("{base}?number=abc"), &token).await;
+    assert!(bad.status.is_client_error(), "{}", bad.text);
+}

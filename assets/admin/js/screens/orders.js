@@ -25,12 +25,13 @@ words('', `
 orders.title|Orders|Pedidos
 orders.status|Status
 orders.all|All|Todos
-orders.search|Customer|Cliente
-orders.search_hint|Name, e-mail or phone|Nome, e-mail ou telefone
+orders.search|Order number or customer|Nº do pedido ou cliente
+orders.search_hint|#1042, name, e-mail or phone|#1042, nome, e-mail ou telefone
+orders.for_number|Order #{n}|Pedido nº {n}
 orders.search_none|No customer matches.|Nenhum cliente encontrado.
 orders.find|Find|Buscar
 orders.for_customer|Orders of {name}|Pedidos de {name}
-orders.clear|Show all customers|Mostrar todos os clientes
+orders.clear|Show all orders|Mostrar todos os pedidos
 orders.number|Order|Pedido
 orders.date|Date|Data
 orders.items|Items|Itens
@@ -109,9 +110,10 @@ function OrderList({ query }) {
   const { store } = useCtx();
   const status = query.get('status') || '';
   const customerId = query.get('customer_id') || '';
-  const list = usePage(`/stores/${store.id}/orders`, { status, customer_id: customerId, limit: 25 });
+  const number = query.get('number') || '';
+  const list = usePage(`/stores/${store.id}/orders`, { status, customer_id: customerId, number, limit: 25 });
   const setFilter = (next) =>
-    navigate(href('/orders', { status, customer_id: customerId, ...next }).slice(1));
+    navigate(href('/orders', { status, customer_id: customerId, number, ...next }).slice(1));
   return html`<section>
     <div class="page-head"><h1 tabindex="-1">${t('orders.title')}</h1></div>
     <div class="toolbar">
@@ -122,7 +124,7 @@ function OrderList({ query }) {
           ${STATUSES.map((s) => html`<option value=${s}>${t(`status.${s}`)}</option>`)}
         </select>
       </div>
-      <${CustomerFilter} customerId=${customerId} onPick=${(id) => setFilter({ customer_id: id })} />
+      <${OrderSearch} customerId=${customerId} number=${number} onPick=${setFilter} />
     </div>
     <${Loading} res=${list} empty=${!list.loading && list.rows.length === 0 && t('orders.none')}>
       <div class="table-wrap">
@@ -158,8 +160,9 @@ function itemsSummary(items) {
   return items.length === 1 ? `${items[0].quantity} × ${first}` : `${first} +${items.length - 1}`;
 }
 
-/** Finds customers by name, e-mail or phone and filters the orders by the one picked. */
-function CustomerFilter({ customerId, onPick }) {
+/** An order number ("1042", "#1042") goes straight to that order's row; other text finds
+ * customers by name, e-mail or phone, and picking one filters the orders by them. */
+function OrderSearch({ customerId, number, onPick }) {
   const { store } = useCtx();
   const [text, setText] = useState('');
   const [found, setFound] = useState(null);
@@ -170,14 +173,15 @@ function CustomerFilter({ customerId, onPick }) {
   const [search, busy, error] = useAction(async () => {
     const q = text.trim();
     if (!q) return setFound(null);
+    if (/^#?\d{1,15}$/.test(q)) return onPick({ number: q.replace('#', ''), customer_id: '' });
     setFound((await api.get(`/stores/${store.id}/customers`, { search: q, limit: 8 })).data);
   });
-  if (customerId) {
+  if (customerId || number) {
     return html`<div class="field grow">
       <span class="label">${t('orders.search')}</span>
       <div class="row">
-        <strong>${picked.data ? t('orders.for_customer', { name: picked.data.name }) : '…'}</strong>
-        <button type="button" class="link" onClick=${() => onPick('')}>${t('orders.clear')}</button>
+        <strong>${number ? t('orders.for_number', { n: number }) : picked.data ? t('orders.for_customer', { name: picked.data.name }) : '…'}</strong>
+        <button type="button" class="link" id="orders-search-clear" onClick=${() => onPick({ customer_id: '', number: '' })}>${t('orders.clear')}</button>
       </div>
     </div>`;
   }
@@ -185,9 +189,9 @@ function CustomerFilter({ customerId, onPick }) {
     e.preventDefault();
     search();
   }}>
-    <label for="orders-customer">${t('orders.search')}</label>
+    <label for="orders-search">${t('orders.search')}</label>
     <div class="row">
-      <input id="orders-customer" type="search" placeholder=${t('orders.search_hint')} value=${text}
+      <input id="orders-search" type="search" placeholder=${t('orders.search_hint')} value=${text}
         class="grow-input" onInput=${(e) => setText(e.target.value)} />
       <button class="btn" type="submit" disabled=${busy}>${t('orders.find')}</button>
     </div>
@@ -196,7 +200,7 @@ function CustomerFilter({ customerId, onPick }) {
     (found.length
       ? html`<ul class="picks">
           ${found.map(
-            (c) => html`<li><button type="button" class="link" onClick=${() => onPick(c.id)}>${c.name}</button>
+            (c) => html`<li><button type="button" class="link" onClick=${() => onPick({ customer_id: c.id })}>${c.name}</button>
               <span class="muted small"> ${c.email || c.phone || ''}</span></li>`,
           )}
         </ul>`
