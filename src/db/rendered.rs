@@ -41,6 +41,15 @@ impl RenderedRows {
         }
     }
 
+    /// Appends every row of a `SELECT created_at, id, rendered ...` in list order.
+    pub fn extend(&mut self, mut rows: rusqlite::Rows<'_>) -> Result<(), AppError> {
+        while let Some(r) = rows.next()? {
+            let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
+            self.push(json, || Ok::<_, rusqlite::Error>((r.get(0)?, r.get(1)?)))?;
+        }
+        Ok(())
+    }
+
     /// The rows to fetch: one more than the page, to learn whether another page follows.
     pub fn fetch(&self) -> usize {
         self.limit + 1
@@ -143,12 +152,7 @@ impl RenderedTable {
             page.fetch()
         );
         let mut stmt = c.prepare_cached(&sql)?;
-        let mut found = stmt.query(params![store, status, by, at, id, offset])?;
-        while let Some(r) = found.next()? {
-            let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
-            page.push(json, || Ok::<_, rusqlite::Error>((r.get(0)?, r.get(1)?)))?;
-        }
-        Ok(())
+        page.extend(stmt.query(params![store, status, by, at, id, offset])?)
     }
 
     /// How many rows the same filters match: a counter of `list_counts` for no filter or one,

@@ -208,12 +208,7 @@ pub fn list_number(
     );
     let mut stmt = c.prepare_cached(&sql)?;
     let status = status.map(OrderStatus::as_str);
-    let mut found = stmt.query(params![store, number, status, customer, at, id, offset])?;
-    while let Some(r) = found.next()? {
-        let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
-        page.push(json, || Ok::<_, rusqlite::Error>((r.get(0)?, r.get(1)?)))?;
-    }
-    Ok(())
+    page.extend(stmt.query(params![store, number, status, customer, at, id, offset])?)
 }
 
 pub fn count_number(

@@ -186,12 +186,7 @@ pub fn list_products(
     );
     let pattern = search.map(crate::db::contains_pattern);
     let mut stmt = c.prepare_cached(&sql)?;
-    let mut found = stmt.query(params![store, category, pattern, at, id, offset])?;
-    while let Some(r) = found.next()? {
-        let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
-        page.push(json, || Ok::<_, rusqlite::Error>((r.get(0)?, r.get(1)?)))?;
-    }
-    Ok(())
+    page.extend(stmt.query(params![store, category, pattern, at, id, offset])?)
 }
 
 pub fn count_products(

@@ -197,6 +197,15 @@ async fn sign_in_as(app: &TestApp, browser: &Browser, secret: &str, prefix: &str
 }
 
 async fn check_accessibility(browser: &Browser, screen: &str) {
+    // A word the app asked for and never defined shows as its key: `orders.title`.
+    let missing = browser
+        .eval("return [...(window.__missingWords || [])];")
+        .await;
+    assert_eq!(
+        missing,
+        json!([]),
+        "{screen}: words asked for but not defined"
+    );
     let violations = browser.accessibility_violations().await;
     if !violations.is_empty() {
         let shot = browser.screenshot(&format!("axe-{screen}")).await;

@@ -4,7 +4,7 @@
 
 import { html } from '../lib.js';
 import { api } from '../api.js';
-import { t, words, money, date } from '../i18n.js';
+import { t, has, words, money, date } from '../i18n.js';
 import { useCtx } from '../app.js';
 import { useResource, ErrorNote } from '../ui.js';
 
@@ -125,8 +125,7 @@ export function Home() {
 
 function stepTitle(step) {
   const key = `onboarding.${step.key}`;
-  const word = t(key);
-  return word === key ? step.title : word;
+  return has(key) ? t(key) : step.title;
 }
 
 function Stat({ label, value, res, href, id }) {

@@ -3,7 +3,7 @@
 
 import { html, useState, useEffect, useRef } from '../lib.js';
 import { api } from '../api.js';
-import { t, words, dateTime, getZone } from '../i18n.js';
+import { t, has, words, dateTime, getZone } from '../i18n.js';
 import { useCtx, href } from '../app.js';
 import { useResource, useAction, ErrorNote, Loading, Time, Badge } from '../ui.js';
 import { submit, zoneToIso } from './settings/common.js';
@@ -91,10 +91,7 @@ customer|Customer page|Página do cliente
 waiting|waiting since {at}|esperando desde {at}
 attachment|Attachment|Anexo`);
 // Unknown enum values show raw.
-const word = (p, v) => {
-  const s = w(`${p}.${v}`);
-  return s === `inbox.${p}.${v}` ? v : s;
-};
+const word = (p, v) => (has(`inbox.${p}.${v}`) ? w(`${p}.${v}`) : v);
 
 const TABS = ['open', 'mine', 'unassigned', 'pending', 'snoozed', 'resolved'];
 const SORTS = ['newest_activity', 'oldest_waiting', 'priority'];

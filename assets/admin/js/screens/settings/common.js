@@ -3,7 +3,7 @@
 
 import { html, useState, useRef } from '../../lib.js';
 import { api, newIdempotencyKey } from '../../api.js';
-import { t, words as defineWords, getZone } from '../../i18n.js';
+import { t, has, words as defineWords, getZone } from '../../i18n.js';
 import { copyText, Dialog, useAction, useFlash, ErrorNote, Field, Badge, Loading, Pager } from '../../ui.js';
 
 // settings.<p>.<k>, or settings.<k> when k has a dot; error.* words are global.
@@ -43,8 +43,7 @@ locale.en-US|English (US)`);
 /** The word for an enum value (settings.`p`.`value`), or the value itself when unknown. */
 export function word(p, value) {
   const k = `settings.${p}.${value}`;
-  const w = t(k);
-  return w === k ? value : w;
+  return has(k) ? t(k) : value;
 }
 
 export const post = (path, body) => api.post(path, body, { idempotencyKey: newIdempotencyKey() });
