@@ -1,7 +1,5 @@
-// The one client of the /v1 API. Tokens follow the spec's rule 6: the access token lives in
-// memory only; the newest refresh token in memory and sessionStorage (this tab, gone when
-// it closes); refreshes are serialized (one in flight, every caller awaits it), because two
-// refreshes with the same token look like theft and end the session.
+// The one client of /v1. Rule 6: access token in memory, newest refresh token in memory and
+// sessionStorage; one refresh in flight (two with one token look like theft).
 
 const BASE = '/v1';
 const REFRESH_KEY = 'ma.refresh_token';
@@ -19,10 +17,8 @@ let generation = 0;
 let sessionId = sessionStorage.getItem(SESSION_KEY);
 const listeners = new Set();
 
-// A duplicated tab starts with a copy of this tab's sessionStorage, so both would hold the
-// same refresh token and the second refresh would end the session for both. Before
-// resuming, a tab asks the others over a BroadcastChannel whether its session is already
-// held; if it is, the new tab signs in on its own session instead.
+// A duplicated tab copies sessionStorage, so two tabs would spend one refresh token: a tab
+// asks the others first (BroadcastChannel), and if its session is held, signs in anew.
 const tabId = Math.random().toString(36).slice(2);
 let holding = false;
 let heldElsewhere = false;
@@ -179,6 +175,41 @@ export async function call(method, path, opts = {}) {
       return send(method, path, { ...opts, token: access });
     }
     throw e;
+  }
+}
+
+/** A POST answered with server-sent events (the assistant's turns): `onEvent(name, data)`
+ * for each, in order, until the stream ends; a refusal throws as any call does. */
+export async function stream(path, body, onEvent) {
+  const go = async () =>
+    fetch(BASE + path, {
+      method: 'POST',
+      headers: {
+        Accept: 'text/event-stream',
+        Authorization: `Bearer ${await validAccess()}`,
+        ...(body ? { 'Content-Type': 'application/json' } : {}),
+      },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+  let res = await go().catch(() => null);
+  if (res?.status === 401 && refreshToken) {
+    await refresh();
+    res = await go().catch(() => null);
+  }
+  if (!res) throw new ApiError(0, null);
+  if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null), res.headers.get('x-trace-id'));
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    for (let i; (i = buf.indexOf('\n\n')) >= 0; buf = buf.slice(i + 2)) {
+      const lines = buf.slice(0, i).split('\n');
+      const name = (lines.find((l) => l.startsWith('event:')) || 'event:message').slice(6).trim();
+      const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+      if (data) onEvent(name, JSON.parse(data));
+    }
   }
 }
 

@@ -1,7 +1,5 @@
-// Words, money and times in the user's language: pt-BR or en-US (the two `locale` values
-// of PATCH /me). Each screen adds its own words with `define`, so screens stay apart.
-// Money is integer cents in the store's currency (BRL by default); times are shown in the
-// store's time zone (its organization's `timezone`), whatever the browser's zone is.
+// Words (pt-BR, en-US: PATCH /me's locales; each screen adds its own), money from integer
+// cents in the store's currency, times in the store's time zone whatever the browser's.
 
 export const LOCALES = ['pt-BR', 'en-US'];
 

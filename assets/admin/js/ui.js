@@ -1,6 +1,5 @@
-// Shared pieces every screen uses: data hooks (one for a resource, one for a keyset-paged
-// list), the action hook that disables a button while its request runs, and small
-// components (error note, field, dialog, pager, badges, money and time).
+// What every screen shares: data hooks (a resource, a keyset-paged list), the action hook
+// that disables a button while its request runs, and small components.
 
 import { html, useState, useEffect, useRef, useCallback } from './lib.js';
 import { api } from './api.js';

@@ -1,6 +1,5 @@
-// Orders: the list (status filter, customer search, keyset pages) and an order's page with
-// its items, payments and refunds, its allowed status moves as buttons and the refund
-// dialog, whose Idempotency-Key is made when the dialog opens and kept for its retries.
+// Orders: the list (status, number or customer search, keyset pages) and an order's page:
+// items, payments, refunds, its allowed status moves as buttons, and the refund dialog.
 
 import { html, useState, useEffect, useRef } from '../lib.js';
 import { api, newIdempotencyKey } from '../api.js';

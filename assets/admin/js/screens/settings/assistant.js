@@ -7,6 +7,7 @@ import { getLocale } from '../../i18n.js';
 import { useCtx } from '../../app.js';
 import { useResource, useAction, ErrorNote, Loading } from '../../ui.js';
 import { words, submit, Head, post, Input, Btn } from './common.js';
+import { AssistantChat } from './chat.js';
 
 const T = words('as', `
 usage|Use this month|Uso neste mês
@@ -31,6 +32,7 @@ export function AssistantSettings() {
   const month = (iso) => new Intl.DateTimeFormat(getLocale(), { month: 'long', year: 'numeric', timeZone: 'UTC' }).format(new Date(iso));
   return html`<section>
     <${Head} title=${T('nav.assistant')} />
+    <${AssistantChat} />
     <div class="grid-even">
       <div class="card" id="assistant-usage">
         <h2>${T('usage')}</h2>
