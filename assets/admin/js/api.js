@@ -200,16 +200,30 @@ export async function stream(path, body, onEvent) {
   if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null), res.headers.get('x-trace-id'));
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buf += value;
-    for (let i; (i = buf.indexOf('\n\n')) >= 0; buf = buf.slice(i + 2)) {
-      const lines = buf.slice(0, i).split('\n');
-      const name = (lines.find((l) => l.startsWith('event:')) || 'event:message').slice(6).trim();
-      const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
-      if (data) onEvent(name, JSON.parse(data));
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      // Any line ending (CRLF, CR, LF); a CR ending a chunk may be half a CRLF: held back.
+      buf += value;
+      const held = buf.endsWith('\r') ? '\r' : '';
+      buf = buf.slice(0, buf.length - held.length).replace(/\r\n?/g, '\n');
+      for (let i; (i = buf.indexOf('\n\n')) >= 0; buf = buf.slice(i + 2)) {
+        const lines = buf.slice(0, i).split('\n');
+        const name = (lines.findLast((l) => l.startsWith('event:')) || 'event:message').slice(6).trim();
+        const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+        let parsed;
+        try {
+          parsed = JSON.parse(data);
+        } catch {
+          continue; // not ours to read: skip it
+        }
+        onEvent(name, parsed);
+      }
+      buf += held;
     }
+  } finally {
+    reader.cancel().catch(() => {});
   }
 }
 

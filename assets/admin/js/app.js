@@ -7,21 +7,23 @@ import { t, words, setLocale, onLocale, setStoreFormat, getLocale, LOCALES } fro
 import { ErrorNote } from './ui.js';
 import { SignIn } from './screens/signin.js';
 
-words('', `
-nav.home|Home|Início
-nav.orders|Orders|Pedidos
-nav.products|Products|Produtos
-nav.customers|Customers|Clientes
-nav.reviews|Reviews|Avaliações
-nav.inbox|Inbox|Atendimento
-nav.settings|Settings|Configurações
-nav.main|Main|Principal
-nav.skip|Skip to content|Pular para o conteúdo
-app.store|Store|Loja
-app.sign_out|Sign out|Sair
-app.language|Language|Idioma
-app.no_store|Your account is not a member of any store yet. Ask an owner for an invite, or create a store with the API.|Sua conta ainda não participa de nenhuma loja. Peça um convite a um dono ou crie uma loja pela API.
-app.not_found|This page does not exist.|Esta página não existe.
+words('nav', `
+home|Home|Início
+orders|Orders|Pedidos
+products|Products|Produtos
+customers|Customers|Clientes
+reviews|Reviews|Avaliações
+inbox|Inbox|Atendimento
+settings|Settings|Configurações
+main|Main|Principal
+skip|Skip to content|Pular para o conteúdo
+`);
+words('app', `
+store|Store|Loja
+sign_out|Sign out|Sair
+language|Language|Idioma
+no_store|Your account is not a member of any store yet. Ask an owner for an invite, or create a store with the API.|Sua conta ainda não participa de nenhuma loja. Peça um convite a um dono ou crie uma loja pela API.
+not_found|This page does not exist.|Esta página não existe.
 `);
 
 /** What every screen needs: the user, the store and its organization. */

@@ -151,47 +151,47 @@ export function errorMessage(err) {
   return msg;
 }
 
-words('', `
-error.unknown|Something went wrong.|Algo deu errado.
-error.retry_in|Try again in {s} s.|Tente de novo em {s} s.
-error.network_error|Could not reach the server. Check the connection and try again.|Sem conexão com o servidor. Verifique a rede e tente de novo.
-error.bad_request|The request was not understood.|O pedido não foi entendido.
-error.unauthorized|Your session ended. Sign in again.|Sua sessão terminou. Entre de novo.
-error.invalid_credentials|E-mail or password is wrong.|E-mail ou senha incorretos.
-error.account_disabled|This account is disabled.|Esta conta está desativada.
-error.invalid_challenge|The sign-in step expired. Start again.|A etapa de entrada expirou. Comece de novo.
-error.invalid_code|That code is not right. Check it and try again.|Código incorreto. Confira e tente de novo.
-error.too_many_attempts|Too many wrong codes. Ask for a new one.|Códigos errados demais. Peça um novo.
-error.no_pending_code|Ask for a code first.|Peça um código primeiro.
-error.otp_delivery_failed|The code could not be sent. Try again or use another method.|Não foi possível enviar o código. Tente de novo ou use outro método.
-error.totp_not_enabled|This account has no authenticator app.|Esta conta não tem aplicativo autenticador.
-error.msgapp_2fa_not_enabled|This account has no messaging-app codes.|Esta conta não recebe códigos pelo aplicativo de mensagens.
-error.invalid_refresh_token|Your session ended. Sign in again.|Sua sessão terminou. Entre de novo.
-error.refresh_token_reused|Your session was ended for safety. Sign in again.|Sua sessão foi encerrada por segurança. Entre de novo.
-error.forbidden|You do not have permission to do that.|Você não tem permissão para isso.
-error.missing_permission|Your role does not allow this. Ask an owner or admin.|Seu papel não permite isso. Peça a um dono ou administrador.
-error.not_found|Not found: it may have been removed.|Não encontrado: pode ter sido removido.
-error.conflict|That cannot be done in the current state.|Isso não pode ser feito no estado atual.
-error.validation_failed|Some fields need attention.|Alguns campos precisam de atenção.
-error.invalid_status_transition|The order cannot move to that status now.|O pedido não pode ir para esse status agora.
-error.refund_exceeds_refundable|The amount is more than what can still be refunded.|O valor é maior do que ainda pode ser reembolsado.
-error.no_refundable_payment|This order has no payment that can be refunded.|Este pedido não tem pagamento reembolsável.
-error.insufficient_stock|Not enough stock.|Estoque insuficiente.
-error.idempotency_request_in_progress|The same request is still running. Wait a moment.|O mesmo pedido ainda está em andamento. Aguarde.
-error.idempotency_key_reused|This form was already sent with other values. Reopen it.|Este formulário já foi enviado com outros valores. Abra-o de novo.
-error.rate_limited|Too many requests.|Pedidos demais.
-error.payload_too_large|That is too large.|Grande demais.
-error.plan_limit_reached|Your plan’s limit was reached. Upgrade the plan to add more.|O limite do seu plano foi atingido. Mude de plano para adicionar mais.
-error.subscription_inactive|The subscription is not active. Settle billing first.|A assinatura não está ativa. Regularize o pagamento primeiro.
-error.email_taken|That e-mail is already in use.|Esse e-mail já está em uso.
-error.slug_taken|That address is already in use.|Esse endereço já está em uso.
-error.not_token_owner|Only the person who created this token can rotate it.|Só quem criou este token pode trocá-lo.
-error.empty_message|Write a message first.|Escreva uma mensagem primeiro.
-error.message_too_long|The message is too long.|A mensagem é longa demais.
-error.msgapp_window_closed|The 24-hour reply window closed. Send an approved template instead.|A janela de 24 horas para responder fechou. Envie um modelo aprovado.
-error.msgapp_send_failed|The messaging app did not accept the message.|O aplicativo de mensagens não aceitou a mensagem.
-error.email_send_failed|The e-mail could not be sent.|Não foi possível enviar o e-mail.
-error.internal_error|The server failed. Try again; nothing was charged twice.|O servidor falhou. Tente de novo; nada foi cobrado duas vezes.
-error.usage_exceeds_plan|Your usage does not fit that plan.|Seu uso não cabe nesse plano.
-error.incorrect_password|The current password is wrong.|A senha atual está incorreta.
+words('error', `
+unknown|Something went wrong.|Algo deu errado.
+retry_in|Try again in {s} s.|Tente de novo em {s} s.
+network_error|Could not reach the server. Check the connection and try again.|Sem conexão com o servidor. Verifique a rede e tente de novo.
+bad_request|The request was not understood.|O pedido não foi entendido.
+unauthorized|Your session ended. Sign in again.|Sua sessão terminou. Entre de novo.
+invalid_credentials|E-mail or password is wrong.|E-mail ou senha incorretos.
+account_disabled|This account is disabled.|Esta conta está desativada.
+invalid_challenge|The sign-in step expired. Start again.|A etapa de entrada expirou. Comece de novo.
+invalid_code|That code is not right. Check it and try again.|Código incorreto. Confira e tente de novo.
+too_many_attempts|Too many wrong codes. Ask for a new one.|Códigos errados demais. Peça um novo.
+no_pending_code|Ask for a code first.|Peça um código primeiro.
+otp_delivery_failed|The code could not be sent. Try again or use another method.|Não foi possível enviar o código. Tente de novo ou use outro método.
+totp_not_enabled|This account has no authenticator app.|Esta conta não tem aplicativo autenticador.
+msgapp_2fa_not_enabled|This account has no messaging-app codes.|Esta conta não recebe códigos pelo aplicativo de mensagens.
+invalid_refresh_token|Your session ended. Sign in again.|Sua sessão terminou. Entre de novo.
+refresh_token_reused|Your session was ended for safety. Sign in again.|Sua sessão foi encerrada por segurança. Entre de novo.
+forbidden|You do not have permission to do that.|Você não tem permissão para isso.
+missing_permission|Your role does not allow this. Ask an owner or admin.|Seu papel não permite isso. Peça a um dono ou administrador.
+not_found|Not found: it may have been removed.|Não encontrado: pode ter sido removido.
+conflict|That cannot be done in the current state.|Isso não pode ser feito no estado atual.
+validation_failed|Some fields need attention.|Alguns campos precisam de atenção.
+invalid_status_transition|The order cannot move to that status now.|O pedido não pode ir para esse status agora.
+refund_exceeds_refundable|The amount is more than what can still be refunded.|O valor é maior do que ainda pode ser reembolsado.
+no_refundable_payment|This order has no payment that can be refunded.|Este pedido não tem pagamento reembolsável.
+insufficient_stock|Not enough stock.|Estoque insuficiente.
+idempotency_request_in_progress|The same request is still running. Wait a moment.|O mesmo pedido ainda está em andamento. Aguarde.
+idempotency_key_reused|This form was already sent with other values. Reopen it.|Este formulário já foi enviado com outros valores. Abra-o de novo.
+rate_limited|Too many requests.|Pedidos demais.
+payload_too_large|That is too large.|Grande demais.
+plan_limit_reached|Your plan’s limit was reached. Upgrade the plan to add more.|O limite do seu plano foi atingido. Mude de plano para adicionar mais.
+subscription_inactive|The subscription is not active. Settle billing first.|A assinatura não está ativa. Regularize o pagamento primeiro.
+email_taken|That e-mail is already in use.|Esse e-mail já está em uso.
+slug_taken|That address is already in use.|Esse endereço já está em uso.
+not_token_owner|Only the person who created this token can rotate it.|Só quem criou este token pode trocá-lo.
+empty_message|Write a message first.|Escreva uma mensagem primeiro.
+message_too_long|The message is too long.|A mensagem é longa demais.
+msgapp_window_closed|The 24-hour reply window closed. Send an approved template instead.|A janela de 24 horas para responder fechou. Envie um modelo aprovado.
+msgapp_send_failed|The messaging app did not accept the message.|O aplicativo de mensagens não aceitou a mensagem.
+email_send_failed|The e-mail could not be sent.|Não foi possível enviar o e-mail.
+internal_error|The server failed. Try again; nothing was charged twice.|O servidor falhou. Tente de novo; nada foi cobrado duas vezes.
+usage_exceeds_plan|Your usage does not fit that plan.|Seu uso não cabe nesse plano.
+incorrect_password|The current password is wrong.|A senha atual está incorreta.
 `);

@@ -1,6 +1,5 @@
-// The team's socket (spec 6.2, 6.4). Each attempt gets a new single-use ticket (a browser cannot
-// set WebSocket headers). A close before `hello` is a refused handshake (the browser hides its
-// status): refresh once through a normal API call, try once more, then stop until `retry()`.
+// The team's socket (spec 6.2, 6.4): a new ticket each attempt (browsers set no socket
+// headers); a close before `hello` is a refusal: refresh once, retry once, then stop.
 
 import { api } from './api.js';
 

@@ -5,16 +5,16 @@ import { html, useState, useEffect, useRef, useCallback } from './lib.js';
 import { api } from './api.js';
 import { t, words, errorMessage, money, dateTime, ago } from './i18n.js';
 
-words('', `
-ui.loading|Loading…|Carregando…
-ui.retry|Try again|Tentar de novo
-ui.next|Next|Próxima
-ui.previous|Previous|Anterior
-ui.close|Close|Fechar
-ui.cancel|Cancel|Cancelar
-ui.empty|Nothing here yet.|Nada aqui ainda.
-ui.pages|Pages|Páginas
-ui.trace|Trace id|Id de rastreio
+words('ui', `
+loading|Loading…|Carregando…
+retry|Try again|Tentar de novo
+next|Next|Próxima
+previous|Previous|Anterior
+close|Close|Fechar
+cancel|Cancel|Cancelar
+empty|Nothing here yet.|Nada aqui ainda.
+pages|Pages|Páginas
+trace|Trace id|Id de rastreio
 `);
 
 /** Loads `load()` when `deps` change: `{ data, error, loading, reload, setData }`. */

@@ -1,6 +1,5 @@
-// Customers: the list (search by name, e-mail or phone; keyset pages) and a customer's
-// page with their facts, addresses and orders (paged, linking to each order), and a dialog
-// to correct their contact, tags and marketing consent.
+// Customers: the list (search, keyset pages) and a customer's page: facts, addresses,
+// their orders, and an edit dialog.
 
 import { html, useState, useEffect } from '../lib.js';
 import { api } from '../api.js';

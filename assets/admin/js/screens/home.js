@@ -1,6 +1,5 @@
-// Home: what needs the merchant today. Today's orders and revenue (the analytics summary,
-// cut by day in the store's zone), the last 30 days as bars, pending reviews, open
-// conversations, low-stock variants and the onboarding checklist, each linking to its screen.
+// Home: today's orders and revenue, 30 days of revenue, pending reviews, open conversations,
+// low-stock variants and the onboarding checklist, each linking to its screen.
 
 import { html } from '../lib.js';
 import { api } from '../api.js';
@@ -8,30 +7,31 @@ import { t, has, words, money, date } from '../i18n.js';
 import { useCtx } from '../app.js';
 import { useResource, ErrorNote } from '../ui.js';
 
-words('', `
-home.title|Today at {store}|Hoje na {store}
-home.orders_today|Orders today|Pedidos hoje
-home.revenue_today|Revenue today|Faturamento hoje
-home.pending_reviews|Reviews to moderate|Avaliações para moderar
-home.open_conversations|Open conversations|Conversas abertas
-home.last_30|Last 30 days|Últimos 30 dias
-home.last_30_summary|{orders} orders, {revenue} in revenue, {refunds} refunded.|{orders} pedidos, {revenue} de faturamento, {refunds} reembolsados.
-home.chart_label|Revenue per day over the last 30 days|Faturamento por dia nos últimos 30 dias
-home.low_stock|Low stock|Estoque baixo
-home.low_stock_none|No variant is below its threshold.|Nenhuma variante abaixo do limite.
-home.low_stock_more|and {n} more|e mais {n}
-home.available|{n} available (alert at {min})|{n} disponíveis (alerta em {min})
-home.checklist|Getting started|Primeiros passos
-home.checklist_progress|{done} of {total} done|{done} de {total} feitos
-home.see|See|Ver
-onboarding.products|Add a product with stock|Cadastre um produto com estoque
-onboarding.payments|Choose the payment methods you accept|Escolha os meios de pagamento aceitos
-onboarding.freight|Set up your shipping zones|Configure as zonas de frete
-onboarding.brand|Set up your brand|Configure sua marca
-onboarding.messaging_app|Connect your messaging app|Conecte o aplicativo de mensagens
-onboarding.team|Invite your team|Convide sua equipe
-onboarding.custom_domain|Connect your own domain|Conecte seu próprio domínio
-onboarding.first_order|Get your first paid order|Receba o primeiro pedido pago
+words('home', `
+title|Today at {store}|Hoje na {store}
+orders_today|Orders today|Pedidos hoje
+revenue_today|Revenue today|Faturamento hoje
+pending_reviews|Reviews to moderate|Avaliações para moderar
+open_conversations|Open conversations|Conversas abertas
+last_30|Last 30 days|Últimos 30 dias
+last_30_summary|{orders} orders, {revenue} in revenue, {refunds} refunded.|{orders} pedidos, {revenue} de faturamento, {refunds} reembolsados.
+chart_label|Revenue per day over the last 30 days|Faturamento por dia nos últimos 30 dias
+low_stock|Low stock|Estoque baixo
+low_stock_none|No variant is below its threshold.|Nenhuma variante abaixo do limite.
+low_stock_more|and {n} more|e mais {n}
+available|{n} available (alert at {min})|{n} disponíveis (alerta em {min})
+checklist|Getting started|Primeiros passos
+checklist_progress|{done} of {total} done|{done} de {total} feitos
+`);
+words('onboarding', `
+products|Add a product with stock|Cadastre um produto com estoque
+payments|Choose the payment methods you accept|Escolha os meios de pagamento aceitos
+freight|Set up your shipping zones|Configure as zonas de frete
+brand|Set up your brand|Configure sua marca
+messaging_app|Connect your messaging app|Conecte o aplicativo de mensagens
+team|Invite your team|Convide sua equipe
+custom_domain|Connect your own domain|Conecte seu próprio domínio
+first_order|Get your first paid order|Receba o primeiro pedido pago
 `);
 
 // Where each checklist step is done in this app.

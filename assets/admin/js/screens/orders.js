@@ -20,66 +20,67 @@ import {
   Badge,
 } from '../ui.js';
 
-words('', `
-orders.title|Orders|Pedidos
-orders.status|Status
-orders.all|All|Todos
-orders.search|Order number or customer|Nº do pedido ou cliente
-orders.search_hint|#1042, name, e-mail or phone|#1042, nome, e-mail ou telefone
-orders.for_number|Order #{n}|Pedido nº {n}
-orders.search_none|No customer matches.|Nenhum cliente encontrado.
-orders.find|Find|Buscar
-orders.for_customer|Orders of {name}|Pedidos de {name}
-orders.clear|Show all orders|Mostrar todos os pedidos
-orders.number|Order|Pedido
-orders.date|Date|Data
-orders.items|Items|Itens
-orders.total|Total
-orders.none|No orders match.|Nenhum pedido encontrado.
-orders.n_items|{n} items|{n} itens
-orders.back|All orders|Todos os pedidos
-orders.order|Order #{n}|Pedido nº {n}
-orders.customer|Customer|Cliente
-orders.no_customer|No customer|Sem cliente
-orders.placed|Placed|Feito em
-orders.source|Source|Origem
-orders.note|Note|Observação
-orders.product|Product|Produto
-orders.qty|Qty|Qtd.
-orders.unit|Unit price|Preço unit.
-orders.subtotal|Subtotal
-orders.discount|Discount|Desconto
-orders.shipping|Shipping|Frete
-orders.refunded|Refunded|Reembolsado
-orders.payments|Payments|Pagamentos
-orders.no_payments|No payment yet.|Nenhum pagamento ainda.
-orders.provider|Method|Meio
-orders.amount|Amount|Valor
-orders.actions|Move the order|Mudar o pedido
-orders.no_actions|This order has no further status.|Este pedido não tem próximo status.
-orders.refund|Refund…|Reembolsar…
-orders.refund_title|Refund order #{n}|Reembolsar pedido nº {n}
-orders.refund_amount|Amount|Valor
-orders.refund_max|Up to {max} can still be refunded.|Ainda é possível reembolsar até {max}.
-orders.refund_reason|Reason (optional)|Motivo (opcional)
-orders.refund_submit|Refund {amount}|Reembolsar {amount}
-orders.refund_bad_amount|Type an amount such as {example}.|Digite um valor como {example}.
-orders.refund_done|Refund of {amount} recorded ({status}).|Reembolso de {amount} registrado ({status}).
-orders.moved|Order moved to “{status}”.|Pedido movido para “{status}”.
-orders.go.paid|Mark as paid|Marcar como pago
-orders.go.fulfilled|Mark as fulfilled|Marcar como separado
-orders.go.shipped|Mark as shipped|Marcar como enviado
-orders.go.delivered|Mark as delivered|Marcar como entregue
-orders.go.cancelled|Cancel order|Cancelar pedido
-orders.go.pending|Back to pending|Voltar para pendente
-status.pending|Pending|Pendente
-status.paid|Paid|Pago
-status.fulfilled|Fulfilled|Separado
-status.shipped|Shipped|Enviado
-status.delivered|Delivered|Entregue
-status.cancelled|Cancelled|Cancelado
-status.partially_refunded|Partly refunded|Reembolso parcial
-status.refunded|Refunded|Reembolsado
+words('orders', `
+title|Orders|Pedidos
+status|Status
+all|All|Todos
+search|Order number or customer|Nº do pedido ou cliente
+search_hint|#1042, name, e-mail or phone|#1042, nome, e-mail ou telefone
+for_number|Order #{n}|Pedido nº {n}
+search_none|No customer matches.|Nenhum cliente encontrado.
+find|Find|Buscar
+for_customer|Orders of {name}|Pedidos de {name}
+clear|Show all orders|Mostrar todos os pedidos
+number|Order|Pedido
+date|Date|Data
+items|Items|Itens
+total|Total
+none|No orders match.|Nenhum pedido encontrado.
+back|All orders|Todos os pedidos
+order|Order #{n}|Pedido nº {n}
+customer|Customer|Cliente
+no_customer|No customer|Sem cliente
+placed|Placed|Feito em
+source|Source|Origem
+note|Note|Observação
+product|Product|Produto
+qty|Qty|Qtd.
+unit|Unit price|Preço unit.
+subtotal|Subtotal
+discount|Discount|Desconto
+shipping|Shipping|Frete
+refunded|Refunded|Reembolsado
+payments|Payments|Pagamentos
+no_payments|No payment yet.|Nenhum pagamento ainda.
+provider|Method|Meio
+amount|Amount|Valor
+actions|Move the order|Mudar o pedido
+no_actions|This order has no further status.|Este pedido não tem próximo status.
+refund|Refund…|Reembolsar…
+refund_title|Refund order #{n}|Reembolsar pedido nº {n}
+refund_amount|Amount|Valor
+refund_max|Up to {max} can still be refunded.|Ainda é possível reembolsar até {max}.
+refund_reason|Reason (optional)|Motivo (opcional)
+refund_submit|Refund {amount}|Reembolsar {amount}
+refund_bad_amount|Type an amount such as {example}.|Digite um valor como {example}.
+refund_done|Refund of {amount} recorded ({status}).|Reembolso de {amount} registrado ({status}).
+moved|Order moved to “{status}”.|Pedido movido para “{status}”.
+go.paid|Mark as paid|Marcar como pago
+go.fulfilled|Mark as fulfilled|Marcar como separado
+go.shipped|Mark as shipped|Marcar como enviado
+go.delivered|Mark as delivered|Marcar como entregue
+go.cancelled|Cancel order|Cancelar pedido
+go.pending|Back to pending|Voltar para pendente
+`);
+words('status', `
+pending|Pending|Pendente
+paid|Paid|Pago
+fulfilled|Fulfilled|Separado
+shipped|Shipped|Enviado
+delivered|Delivered|Entregue
+cancelled|Cancelled|Cancelado
+partially_refunded|Partly refunded|Reembolso parcial
+refunded|Refunded|Reembolsado
 `);
 
 const STATUSES = ['pending', 'paid', 'fulfilled', 'shipped', 'delivered', 'cancelled', 'partially_refunded', 'refunded'];

@@ -1,6 +1,5 @@
-// Products: the list (search, status and category filters, keyset pages, low-stock flags
-// from one inventory request), the new-product form, a product's page (edit with its
-// variants, stock per variant with the adjust-stock dialog, delete) and the categories.
+// Products: the list (filters, keyset pages, low-stock flags), the product form with its
+// variants, stock per variant with the adjust dialog, delete, and the categories.
 
 import { html, useState, useEffect, useRef } from '../lib.js';
 import { api, newIdempotencyKey } from '../api.js';

@@ -1,6 +1,5 @@
-// Reviews: the moderation queue. One review has focus; A approves, R rejects, J/K (or the
-// arrow keys) move, so a merchant clears the queue from the keyboard. A decided review
-// leaves the pending queue and focus moves to the next one.
+// Reviews: the moderation queue, from the keyboard: A approves, R rejects, J/K move; a
+// decided review leaves the queue and focus moves to the next.
 
 import { html, useState, useEffect, useRef } from '../lib.js';
 import { api } from '../api.js';
@@ -8,31 +7,31 @@ import { t, words } from '../i18n.js';
 import { useCtx, href, navigate } from '../app.js';
 import { usePage, useAction, useFlash, ErrorNote, Pager, Loading, Time, Badge } from '../ui.js';
 
-words('', `
-reviews.title|Reviews|Avaliações
-reviews.tabs|Review status|Status das avaliações
-reviews.pending|To moderate|Para moderar
-reviews.approved|Approved|Aprovadas
-reviews.rejected|Rejected|Rejeitadas
-reviews.all|All|Todas
-reviews.keys|Keys: {a} approve, {r} reject, {j} / {k} next and previous.|Teclas: {a} aprova, {r} rejeita, {j} / {k} próxima e anterior.
-reviews.approve|Approve|Aprovar
-reviews.reject|Reject|Rejeitar
-reviews.rating|{n} of 5 stars|{n} de 5 estrelas
-reviews.verified|Verified purchase|Compra verificada
-reviews.by|by {name}|por {name}
-reviews.none|No reviews here.|Nenhuma avaliação aqui.
-reviews.none_pending|All caught up: no review is waiting.|Tudo em dia: nenhuma avaliação esperando.
-reviews.done.approved|Approved the review of {product}.|Avaliação de {product} aprovada.
-reviews.done.rejected|Rejected the review of {product}.|Avaliação de {product} rejeitada.
-reviews.reply|Reply|Responder
-reviews.reply_label|Public reply|Resposta pública
-reviews.reply_save|Save reply|Salvar resposta
-reviews.replied|Your reply|Sua resposta
-reviews.status.pending|Pending|Pendente
-reviews.status.approved|Approved|Aprovada
-reviews.status.rejected|Rejected|Rejeitada
-reviews.pending_total|{n} waiting|{n} esperando
+words('reviews', `
+title|Reviews|Avaliações
+tabs|Review status|Status das avaliações
+pending|To moderate|Para moderar
+approved|Approved|Aprovadas
+rejected|Rejected|Rejeitadas
+all|All|Todas
+keys|Keys: {a} approve, {r} reject, {j} / {k} next and previous.|Teclas: {a} aprova, {r} rejeita, {j} / {k} próxima e anterior.
+approve|Approve|Aprovar
+reject|Reject|Rejeitar
+rating|{n} of 5 stars|{n} de 5 estrelas
+verified|Verified purchase|Compra verificada
+by|by {name}|por {name}
+none|No reviews here.|Nenhuma avaliação aqui.
+none_pending|All caught up: no review is waiting.|Tudo em dia: nenhuma avaliação esperando.
+done.approved|Approved the review of {product}.|Avaliação de {product} aprovada.
+done.rejected|Rejected the review of {product}.|Avaliação de {product} rejeitada.
+reply|Reply|Responder
+reply_label|Public reply|Resposta pública
+reply_save|Save reply|Salvar resposta
+replied|Your reply|Sua resposta
+status.pending|Pending|Pendente
+status.approved|Approved|Aprovada
+status.rejected|Rejected|Rejeitada
+pending_total|{n} waiting|{n} esperando
 `);
 
 const TABS = [

@@ -6,28 +6,28 @@ import { auth, adopt } from '../api.js';
 import { t, words, errorMessage } from '../i18n.js';
 import { Field, useAction } from '../ui.js';
 
-words('', `
-signin.title|Sign in|Entrar
-signin.email|E-mail
-signin.password|Password|Senha
-signin.submit|Sign in|Entrar
-signin.second_title|Confirm it is you|Confirme que é você
-signin.totp|Code from your authenticator app|Código do aplicativo autenticador
-signin.totp_hint|6 digits, they change every 30 seconds.|6 dígitos, mudam a cada 30 segundos.
-signin.msgapp|Code sent by the messaging app|Código enviado pelo aplicativo de mensagens
-signin.msgapp_send|Send me a code|Enviar um código
-signin.msgapp_resend|Send a new code|Enviar outro código
-signin.msgapp_sent|Code sent to {to}. It is valid for 5 minutes.|Código enviado para {to}. Vale por 5 minutos.
-signin.recovery|Recovery code|Código de recuperação
-signin.recovery_hint|One of the codes you saved when you turned on two-step sign-in. Each works once.|Um dos códigos que você guardou ao ativar a verificação em duas etapas. Cada um vale uma vez.
-signin.verify|Confirm|Confirmar
-signin.use_totp|Use the authenticator app|Usar o aplicativo autenticador
-signin.use_msgapp|Get a code by messaging app|Receber código pelo aplicativo de mensagens
-signin.use_recovery|Use a recovery code|Usar um código de recuperação
-signin.start_over|Start over|Recomeçar
-signin.tagline|Your store’s back office.|O escritório da sua loja.
-signin.first_run|First time? The first account is made on the server: merchant-admin setup.|Primeira vez? A primeira conta é criada no servidor: merchant-admin setup.
-signin.insecure|This connection is not encrypted (http): anyone on the network can read it. Put the server behind HTTPS before using it over the internet.|Esta conexão não é criptografada (http): qualquer um na rede pode lê-la. Coloque o servidor atrás de HTTPS antes de usá-lo pela internet.
+words('signin', `
+title|Sign in|Entrar
+email|E-mail
+password|Password|Senha
+submit|Sign in|Entrar
+second_title|Confirm it is you|Confirme que é você
+totp|Code from your authenticator app|Código do aplicativo autenticador
+totp_hint|6 digits, they change every 30 seconds.|6 dígitos, mudam a cada 30 segundos.
+msgapp|Code sent by the messaging app|Código enviado pelo aplicativo de mensagens
+msgapp_send|Send me a code|Enviar um código
+msgapp_resend|Send a new code|Enviar outro código
+msgapp_sent|Code sent to {to}. It is valid for 5 minutes.|Código enviado para {to}. Vale por 5 minutos.
+recovery|Recovery code|Código de recuperação
+recovery_hint|One of the codes you saved when you turned on two-step sign-in. Each works once.|Um dos códigos que você guardou ao ativar a verificação em duas etapas. Cada um vale uma vez.
+verify|Confirm|Confirmar
+use_totp|Use the authenticator app|Usar o aplicativo autenticador
+use_msgapp|Get a code by messaging app|Receber código pelo aplicativo de mensagens
+use_recovery|Use a recovery code|Usar um código de recuperação
+start_over|Start over|Recomeçar
+tagline|Your store’s back office.|O escritório da sua loja.
+first_run|First time? The first account is made on the server: merchant-admin setup.|Primeira vez? A primeira conta é criada no servidor: merchant-admin setup.
+insecure|This connection is not encrypted (http): anyone on the network can read it. Put the server behind HTTPS before using it over the internet.|Esta conexão não é criptografada (http): qualquer um na rede pode lê-la. Coloque o servidor atrás de HTTPS antes de usá-lo pela internet.
 `);
 
 export function SignIn() {

@@ -1,6 +1,5 @@
-// Plan and billing: the subscription (plan, state, usage against limits), change plan or
-// cycle, cancel / resume, pay the invoice due by Pix (code and QR), invoices. Owners only:
-// anyone else sees the API's refusal.
+// Plan and billing: subscription and usage, change plan or cycle, cancel / resume, pay by
+// Pix (code and QR), invoices. Owners only: anyone else sees the API's refusal.
 
 import { html, useState, useEffect } from '../../lib.js';
 import { api } from '../../api.js';

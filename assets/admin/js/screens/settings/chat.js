@@ -1,11 +1,11 @@
-// The assistant's chat (spec 4.3, 6.5): a turn streams as server-sent events; a write the
-// model proposes waits for Approve or Decline, and a destructive, money or external one
-// asks once more before `confirmed=true` goes out. One turn at a time.
+// The assistant's chat (spec 4.3, 6.5): turns stream as server-sent events; a proposed write
+// waits for Approve or Decline, and a risky one asks again before `confirmed=true`.
 
 import { html, useState, useEffect } from '../../lib.js';
 import { api, stream } from '../../api.js';
 import { useCtx } from '../../app.js';
 import { ErrorNote } from '../../ui.js';
+import { has } from '../../i18n.js';
 import { words, submit } from './common.js';
 
 const T = words('chat', `
@@ -58,12 +58,20 @@ export function AssistantChat() {
   }, []);
 
   const open = async (cid) => {
+    setSure(null);
     setId(cid);
     setLines([]);
     setError(null);
     if (cid) {
       try {
-        setLines(toLines((await api.get(`${base}/conversations/${cid}/messages`, { limit: 200 })).data));
+        let all = [];
+        for (let cursor; ; ) {
+          const p = await api.get(`${base}/conversations/${cid}/messages`, { limit: 200, cursor });
+          all = all.concat(p.data);
+          if (!p.has_more || !p.next_cursor) break;
+          cursor = p.next_cursor;
+        }
+        setLines(toLines(all));
       } catch (e) {
         setError(e);
       }
@@ -72,12 +80,15 @@ export function AssistantChat() {
   const mark = (pid, status, extra) =>
     setLines((ls) => ls.map((l) => (l.proposal?.proposal_id === pid ? { proposal: { ...l.proposal, status, ...extra } } : l)));
 
-  // Runs one streamed turn (a chat, an approval, a decline) into the lines.
+  // Runs one streamed turn (a chat, an approval, a decline) into the lines; true when it
+  // was refused before it started (nothing happened: the caller puts its state back).
   const run = async (path, body) => {
     setRunning(true);
     setError(null);
+    let started = false;
     try {
       await stream(path, body, (name, d) => {
+        started = true;
         if (name === 'conversation') setId(d.conversation_id);
         else if (name === 'text')
           setLines((ls) => {
@@ -96,26 +107,38 @@ export function AssistantChat() {
       setRunning(false);
       list();
     }
+    return !started;
   };
 
-  const send = () => {
+  const send = async () => {
     const message = text.trim();
     if (!message || running) return;
-    setLines((ls) => [...ls, { who: 'user', text: message }]);
+    const line = { who: 'user', text: message };
+    setLines((ls) => [...ls, line]);
     setText('');
-    run(`${base}/chat`, id ? { message, conversation_id: id } : { message });
+    if (await run(`${base}/chat`, id ? { message, conversation_id: id } : { message })) {
+      setLines((ls) => ls.filter((l) => l !== line));
+      setText(message);
+    }
   };
   const approve = (p) => {
     const risky = p.risk && p.risk !== 'none';
     if (risky && sure !== p.proposal_id) return setSure(p.proposal_id);
     setSure(null);
     mark(p.proposal_id, 'applying');
-    return run(`${base}/proposals/${p.proposal_id}/approve${risky ? '?confirmed=true' : ''}`);
+    return decide(p, `approve${risky ? '?confirmed=true' : ''}`);
   };
   const decline = (p) => {
+    setSure(null);
     mark(p.proposal_id, 'declined');
-    run(`${base}/proposals/${p.proposal_id}/decline`);
+    decide(p, 'decline');
   };
+  // A refused decision (expired, busy, no permission) leaves the proposal as it was.
+  const decide = async (p, what) => {
+    if (await run(`${base}/proposals/${p.proposal_id}/${what}`)) mark(p.proposal_id, p.status);
+  };
+  // Enum words, or the value itself when it is one this app does not know yet.
+  const enumWord = (p, v) => (has(`settings.chat.${p}${v}`) ? T(`${p}${v}`) : v);
 
   return html`<div class="card chat" id="assistant-chat">
     <h2>${T('title')}</h2>
@@ -129,8 +152,9 @@ export function AssistantChat() {
         l.proposal
           ? html`<li class="msg proposal" data-proposal-id=${l.proposal.proposal_id}>
               <p>${l.proposal.summary}</p>
-              <p class="muted small">${T(`st_${l.proposal.status}`)}${l.proposal.error ? `: ${l.proposal.error.message}` : ''}</p>
-              ${sure === l.proposal.proposal_id && html`<p class="note warn">${T('sure', { risk: T(`risk_${l.proposal.risk}`) })}</p>`}
+              <p class="muted small">${enumWord('st_', l.proposal.status)}${l.proposal.error ? `: ${l.proposal.error.message}` : ''}</p>
+              ${sure === l.proposal.proposal_id && l.proposal.status === 'pending' &&
+              html`<p class="note warn">${T('sure', { risk: enumWord('risk_', l.proposal.risk) })}</p>`}
               ${l.proposal.status === 'pending' &&
               html`<div class="row">
                 <button type="button" class="btn primary" data-action="approve" disabled=${running} onClick=${() => approve(l.proposal)}>${T('approve')}</button>
@@ -149,7 +173,7 @@ export function AssistantChat() {
       <p class="hint" id="chat-hint">${T('hint')}</p>
       <div class="row">
         <button class="btn primary" id="chat-send" disabled=${running || !text.trim()}>${T('send')}</button>
-        ${running && id && html`<button type="button" class="btn" onClick=${() => api.post(`${base}/conversations/${id}/stop`)}>${T('stop')}</button>`}
+        ${running && id && html`<button type="button" class="btn" onClick=${() => api.post(`${base}/conversations/${id}/stop`).catch(setError)}>${T('stop')}</button>`}
       </div>
     </form>
   </div>`;
