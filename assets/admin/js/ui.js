@@ -64,6 +64,12 @@ export function usePage(path, params, deps) {
   };
 }
 
+/** A form's onSubmit that keeps the page and runs `fn`. */
+export const formSubmit = (fn) => (e) => {
+  e.preventDefault();
+  fn();
+};
+
 /** Wraps an async action: `[run, busy, error, setError]`; `run` ignores calls while busy. */
 export function useAction(fn) {
   const [busy, setBusy] = useState(false);

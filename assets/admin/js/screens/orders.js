@@ -18,6 +18,7 @@ import {
   Money,
   Time,
   Badge,
+  formSubmit,
 } from '../ui.js';
 
 words('orders', `
@@ -185,10 +186,7 @@ function OrderSearch({ customerId, number, onPick }) {
       </div>
     </div>`;
   }
-  return html`<form class="field grow" role="search" onSubmit=${(e) => {
-    e.preventDefault();
-    search();
-  }}>
+  return html`<form class="field grow" role="search" onSubmit=${formSubmit(search)}>
     <label for="orders-search">${t('orders.search')}</label>
     <div class="row">
       <input id="orders-search" type="search" placeholder=${t('orders.search_hint')} value=${text}
@@ -385,10 +383,7 @@ function RefundForm({ order, max, keyRef, onBusy, onClose, onDone }) {
   useEffect(() => {
     document.getElementById('refund-amount')?.focus();
   }, []);
-  return html`<form onSubmit=${(e) => {
-    e.preventDefault();
-    submit();
-  }}>
+  return html`<form onSubmit=${formSubmit(submit)}>
     <${ErrorNote} error=${error} />
     <${Field} label=${t('orders.refund_amount')} id="refund-amount" hint=${t('orders.refund_max', { max: money(max, order.currency) })} error=${fieldError}>
       <input id="refund-amount" inputmode="decimal" required value=${amount} aria-invalid=${fieldError ? 'true' : undefined}

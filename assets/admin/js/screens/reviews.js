@@ -5,7 +5,7 @@ import { html, useState, useEffect, useRef } from '../lib.js';
 import { api } from '../api.js';
 import { t, words } from '../i18n.js';
 import { useCtx, href, navigate } from '../app.js';
-import { usePage, useAction, useFlash, ErrorNote, Pager, Loading, Time, Badge } from '../ui.js';
+import { usePage, useAction, useFlash, ErrorNote, Pager, Loading, Time, Badge, formSubmit } from '../ui.js';
 
 words('reviews', `
 title|Reviews|Avaliações
@@ -172,10 +172,7 @@ function ReviewCard({ review: r, index, focused, busy, onFocus, onDecide, onRepl
     <p class="review-body">${r.body}</p>
     ${r.reply && !replying && html`<blockquote class="reply"><strong>${t('reviews.replied')}:</strong> ${r.reply}</blockquote>`}
     ${replying &&
-    html`<form onSubmit=${(e) => {
-      e.preventDefault();
-      save();
-    }}>
+    html`<form onSubmit=${formSubmit(save)}>
       <${ErrorNote} error=${saveError} />
       <label class="label" for=${`reply-${r.id}`}>${t('reviews.reply_label')}</label>
       <textarea id=${`reply-${r.id}`} value=${reply} maxlength="2000" onInput=${(e) => setReply(e.target.value)}></textarea>

@@ -4,7 +4,7 @@
 import { html, useState, useRef, useEffect } from '../lib.js';
 import { auth, adopt } from '../api.js';
 import { t, words, errorMessage } from '../i18n.js';
-import { Field, useAction } from '../ui.js';
+import { Field, useAction, formSubmit } from '../ui.js';
 
 words('signin', `
 title|Sign in|Entrar
@@ -57,10 +57,7 @@ function Password({ onChallenge }) {
       adopt(r);
     }
   });
-  return html`<form onSubmit=${(e) => {
-    e.preventDefault();
-    submit();
-  }}>
+  return html`<form onSubmit=${formSubmit(submit)}>
     <h1 tabindex="-1">${t('signin.title')}</h1>
     ${error && html`<p class="note bad" role="alert">${errorMessage(error)}</p>`}
     <${Field} label=${t('signin.email')} id="signin-email">
@@ -104,10 +101,7 @@ function SecondFactor({ challenge, onRestart }) {
   };
   const label = { totp: t('signin.totp'), msgapp: t('signin.msgapp'), recovery: t('signin.recovery') }[method];
   const shownError = error || sendError;
-  return html`<form onSubmit=${(e) => {
-    e.preventDefault();
-    verify();
-  }}>
+  return html`<form onSubmit=${formSubmit(verify)}>
     <h1 tabindex="-1">${t('signin.second_title')}</h1>
     ${shownError && html`<p class="note bad" role="alert">${errorMessage(shownError)}</p>`}
     ${method === 'msgapp' &&

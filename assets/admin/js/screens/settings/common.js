@@ -4,7 +4,7 @@
 import { html, useState, useRef } from '../../lib.js';
 import { api, newIdempotencyKey } from '../../api.js';
 import { t, has, words as defineWords, getZone } from '../../i18n.js';
-import { copyText, Dialog, useAction, useFlash, ErrorNote, Field, Badge, Loading, Pager } from '../../ui.js';
+import { formSubmit, copyText, Dialog, useAction, useFlash, ErrorNote, Field, Badge, Loading, Pager } from '../../ui.js';
 
 // settings.<p>.<k>, or settings.<k> when k has a dot; error.* words are global.
 const key = (p, k) => (k.startsWith('error.') ? k : `settings.${k.includes('.') ? k : `${p}.${k}`}`);
@@ -59,10 +59,7 @@ export function useIdempotency() {
   };
 }
 
-export const submit = (fn) => (e) => {
-  e.preventDefault();
-  fn();
-};
+export const submit = formSubmit;
 
 /** A labelled input (a textarea given `rows`) bound to a state value. */
 export function Input({ id, label, value, set, hint, error, ...rest }) {
